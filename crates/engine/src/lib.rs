@@ -1,1 +1,19 @@
-//! placeholder
+//! The nastriage engine: one streaming pass over one or more captures
+//! (merged in time order) that decodes every frame and feeds the analysers,
+//! then hands back columnar (Arrow) tables and capture metadata.
+//!
+//! Data flows one way: capture → frames → analysers → tables. Nothing here
+//! knows about Python; the binding in `crates/py` is a thin layer over
+//! [`analyze`] and [`Analysis`].
+
+mod analysis;
+pub mod conversations;
+mod driver;
+mod tables;
+
+pub use analysis::{Analysis, CaptureSummary, ProtocolCount};
+pub use driver::{analyze, AnalyzeOptions, Progress};
+pub use nastriage_capture::CaptureError;
+
+/// Version of the engine (and of the package).
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

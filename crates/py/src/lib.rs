@@ -1,1 +1,172 @@
-//! placeholder
+//! `nastriage._core`: the thin Python binding of the engine. It runs the
+//! analysis with the GIL released and hands tables to Python through the
+//! Arrow PyCapsule stream interface (zero-copy for pyarrow, DuckDB, polars).
+
+use std::sync::Arc;
+
+use arrow_array::ffi_stream::FFI_ArrowArrayStream;
+use arrow_array::{RecordBatch, RecordBatchIterator};
+use pyo3::create_exception;
+use pyo3::exceptions::{PyException, PyKeyError};
+use pyo3::prelude::*;
+use pyo3::types::{PyCapsule, PyDict, PyList};
+
+use nastriage_engine::{Analysis, AnalyzeOptions};
+
+create_exception!(_core, CaptureError, PyException, "Unreadable capture input.");
+
+/// Result of an analysis run.
+#[pyclass(frozen, name = "Analysis", module = "nastriage._core")]
+struct PyAnalysis {
+    inner: Arc<Analysis>,
+}
+
+fn opt_i64(py: Python<'_>, v: Option<i64>) -> Py<PyAny> {
+    match v {
+        Some(x) => x.into_pyobject(py).map(|o| o.into_any().unbind()).unwrap_or_else(|_| py.None()),
+        None => py.None(),
+    }
+}
+
+#[pymethods]
+impl PyAnalysis {
+    #[getter]
+    fn captures<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let out = PyList::empty(py);
+        for c in &self.inner.captures {
+            let d = PyDict::new(py);
+            d.set_item("path", &c.path)?;
+            d.set_item("format", &c.format)?;
+            d.set_item("format_description", &c.format_description)?;
+            d.set_item("compression", &c.compression)?;
+            d.set_item("link_types", &c.link_types)?;
+            d.set_item("frames", c.frames)?;
+            d.set_item("bytes", c.bytes)?;
+            d.set_item("captured_bytes", c.captured_bytes)?;
+            d.set_item("first_time_ns", opt_i64(py, c.first_ts))?;
+            d.set_item("last_time_ns", opt_i64(py, c.last_ts))?;
+            d.set_item("truncated_frames", c.truncated_frames)?;
+            d.set_item("warnings", &c.warnings)?;
+            out.append(d)?;
+        }
+        Ok(out)
+    }
+
+    #[getter]
+    fn protocols<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let out = PyList::empty(py);
+        for p in &self.inner.protocols {
+            let d = PyDict::new(py);
+            d.set_item("protocol", &p.protocol)?;
+            d.set_item("frames", p.frames)?;
+            d.set_item("bytes", p.bytes)?;
+            out.append(d)?;
+        }
+        Ok(out)
+    }
+
+    #[getter]
+    fn warnings(&self) -> Vec<String> {
+        self.inner.warnings.clone()
+    }
+
+    #[getter]
+    fn frames(&self) -> u64 {
+        self.inner.frames
+    }
+
+    fn table_names(&self) -> Vec<&'static str> {
+        self.inner.table_names()
+    }
+
+    fn table(&self, name: &str) -> PyResult<TableStream> {
+        match self.inner.table(name) {
+            Some(batch) => Ok(TableStream { batch }),
+            None => Err(PyKeyError::new_err(format!("no table named {name:?}"))),
+        }
+    }
+}
+
+/// One table, exported through `__arrow_c_stream__`.
+#[pyclass(frozen, module = "nastriage._core")]
+struct TableStream {
+    batch: RecordBatch,
+}
+
+#[pymethods]
+impl TableStream {
+    #[pyo3(signature = (requested_schema=None))]
+    fn __arrow_c_stream__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        // Schema negotiation is optional in the protocol; we always export
+        // our own schema (consumers cast if they asked for another).
+        let _ = requested_schema;
+        let schema = self.batch.schema();
+        let reader = RecordBatchIterator::new(vec![Ok(self.batch.clone())], schema);
+        let stream = FFI_ArrowArrayStream::new(Box::new(reader));
+        PyCapsule::new_with_value(py, stream, c"arrow_array_stream")
+    }
+
+    #[getter]
+    fn num_rows(&self) -> usize {
+        self.batch.num_rows()
+    }
+}
+
+fn capture_error(py: Python<'_>, e: &nastriage_engine::CaptureError) -> PyErr {
+    let err = CaptureError::new_err(e.to_string());
+    let value = err.value(py);
+    let _ = value.setattr("path", &e.path);
+    let _ = value.setattr("offset", e.offset);
+    err
+}
+
+/// Analyse captures in one streaming pass; see `_core.pyi`.
+#[pyfunction]
+#[pyo3(signature = (paths, progress=None, progress_interval_bytes=64 << 20))]
+fn analyze(
+    py: Python<'_>,
+    paths: Vec<String>,
+    progress: Option<Py<PyAny>>,
+    progress_interval_bytes: u64,
+) -> PyResult<PyAnalysis> {
+    let mut cb_error: Option<PyErr> = None;
+    let result = py.detach(|| {
+        let mut call = |done: u64, total: u64| -> bool {
+            let Some(cb) = progress.as_ref() else { return true };
+            Python::attach(|py| match cb.call1(py, (done, total)) {
+                Ok(_) => true,
+                Err(e) => {
+                    // A raising callback (KeyboardInterrupt included) stops the run.
+                    cb_error = Some(e);
+                    false
+                }
+            })
+        };
+        let opts = AnalyzeOptions {
+            progress: Some(&mut call),
+            progress_interval: progress_interval_bytes.max(1 << 20),
+        };
+        nastriage_engine::analyze(&paths, opts)
+    });
+    if let Some(e) = cb_error {
+        return Err(e);
+    }
+    match result {
+        Ok(a) => Ok(PyAnalysis { inner: Arc::new(a) }),
+        Err(e) => Err(capture_error(py, &e)),
+    }
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", nastriage_engine::VERSION)?;
+    m.add("CaptureError", m.py().get_type::<CaptureError>())?;
+    m.add_class::<PyAnalysis>()?;
+    m.add_class::<TableStream>()?;
+    m.add_function(wrap_pyfunction!(analyze, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,207 @@
+//! TCP conversations numbered exactly like Wireshark's `tcp.stream`.
+//!
+//! Wireshark (packet-tcp.c) gives every new address/port 4-tuple the next
+//! stream index when it first appears, in frame order. A bare SYN (no ACK)
+//! whose sequence number differs from the first sequence number seen in its
+//! direction starts a *new* conversation on the same 4-tuple (port reuse);
+//! a SYN with the same sequence number is a retransmission of the old one.
+//! We apply the same rule in the same single pass, so stream numbers match.
+//!
+//! Client and server: the sender of a bare SYN is the client; failing that,
+//! the receiver of a SYN/ACK; failing that (handshake not captured), the side
+//! using a well-known service port (NFS, SMB, RPC, ... see [`SERVICE_PORTS`])
+//! is the server; failing that, the lower port; and when the ports are equal,
+//! the sender of the first frame is the client. The rule applied is kept per
+//! conversation (`client_rule`).
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+
+use nastriage_net::{tcp_flags, IpInfo, TcpSegment};
+
+/// Ports whose owner is taken to be the server when no handshake was seen.
+pub const SERVICE_PORTS: &[u16] = &[
+    2049, 445, 139, 111, 635, 892, 4045, 20048, 32803, 662, 875, 21, 22, 23, 25, 53, 80, 88, 110,
+    143, 389, 443, 636, 993, 995, 1433, 3260, 3306, 5432, 8080,
+];
+
+pub type Endpoint = (IpAddr, u16);
+
+/// Statistics of one conversation. Direction 0 is from `a` (the source of
+/// the first frame) to `b`.
+#[derive(Debug, Clone)]
+pub struct Conversation {
+    pub stream: u32,
+    pub a: Endpoint,
+    pub b: Endpoint,
+    pub first_frame: u64,
+    pub last_frame: u64,
+    pub first_ts: i64,
+    pub last_ts: i64,
+    pub frames: [u64; 2],
+    pub bytes: [u64; 2],
+    pub payload: [u64; 2],
+    /// Direction that sent the first bare SYN / first SYN+ACK, if any.
+    pub syn_dir: Option<u8>,
+    pub synack_dir: Option<u8>,
+    pub fin: bool,
+    pub rst: bool,
+    /// First sequence number seen per direction (SYN's ISN, else seq - 1).
+    base_seq: [Option<u32>; 2],
+}
+
+/// How the client side was decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientRule {
+    Syn,
+    SynAck,
+    Port,
+    FirstSeen,
+}
+
+impl ClientRule {
+    pub fn name(self) -> &'static str {
+        match self {
+            ClientRule::Syn => "syn",
+            ClientRule::SynAck => "syn-ack",
+            ClientRule::Port => "port",
+            ClientRule::FirstSeen => "first-seen",
+        }
+    }
+}
+
+impl Conversation {
+    /// Which direction is client → server, and why.
+    pub fn client_direction(&self) -> (u8, ClientRule) {
+        if let Some(d) = self.syn_dir {
+            return (d, ClientRule::Syn);
+        }
+        if let Some(d) = self.synack_dir {
+            return (1 - d, ClientRule::SynAck);
+        }
+        let a_svc = SERVICE_PORTS.contains(&self.a.1);
+        let b_svc = SERVICE_PORTS.contains(&self.b.1);
+        if a_svc != b_svc {
+            // The service side is the server: if a serves, data a→b is s→c.
+            return (if a_svc { 1 } else { 0 }, ClientRule::Port);
+        }
+        if self.a.1 != self.b.1 {
+            return (if self.a.1 < self.b.1 { 1 } else { 0 }, ClientRule::Port);
+        }
+        (0, ClientRule::FirstSeen)
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+struct FlowKey {
+    lo: Endpoint,
+    hi: Endpoint,
+}
+
+fn key(src: Endpoint, dst: Endpoint) -> FlowKey {
+    if src <= dst {
+        FlowKey { lo: src, hi: dst }
+    } else {
+        FlowKey { lo: dst, hi: src }
+    }
+}
+
+/// Assigns frames to conversations.
+#[derive(Default)]
+pub struct ConversationTable {
+    by_key: HashMap<FlowKey, u32>,
+    convs: Vec<Conversation>,
+}
+
+/// Where a frame went: stream index and direction (0 = a→b).
+#[derive(Debug, Clone, Copy)]
+pub struct Assignment {
+    pub stream: u32,
+    pub dir: u8,
+    /// This SYN opened a new conversation on a 4-tuple already used.
+    pub reused_ports: bool,
+}
+
+impl ConversationTable {
+    pub fn update(&mut self, frame: u64, ts: i64, wire_len: u64, ip: &IpInfo, tcp: &TcpSegment<'_>) -> Assignment {
+        let src = (ip.src, tcp.src_port);
+        let dst = (ip.dst, tcp.dst_port);
+        let k = key(src, dst);
+        let bare_syn = tcp.flags & (tcp_flags::SYN | tcp_flags::ACK) == tcp_flags::SYN;
+        let mut reused = false;
+        let idx = match self.by_key.get(&k).copied() {
+            Some(i) => {
+                let c = &self.convs[i as usize];
+                let dir = if c.a == src { 0 } else { 1 };
+                if bare_syn && c.base_seq[dir].is_some_and(|b| b != tcp.seq) {
+                    reused = true;
+                    self.open(k, src, dst, frame, ts)
+                } else {
+                    i
+                }
+            }
+            None => self.open(k, src, dst, frame, ts),
+        };
+        let c = &mut self.convs[idx as usize];
+        let dir: u8 = if c.a == src { 0 } else { 1 };
+        let d = dir as usize;
+        if c.base_seq[d].is_none() {
+            c.base_seq[d] = Some(if tcp.has(tcp_flags::SYN) { tcp.seq } else { tcp.seq.wrapping_sub(1) });
+        }
+        c.last_frame = frame;
+        if ts > c.last_ts {
+            c.last_ts = ts;
+        }
+        if ts < c.first_ts {
+            c.first_ts = ts;
+        }
+        c.frames[d] += 1;
+        c.bytes[d] += wire_len;
+        c.payload[d] += tcp.payload_len as u64;
+        if tcp.has(tcp_flags::SYN) {
+            if tcp.has(tcp_flags::ACK) {
+                c.synack_dir.get_or_insert(dir);
+            } else {
+                c.syn_dir.get_or_insert(dir);
+            }
+        }
+        c.fin |= tcp.has(tcp_flags::FIN);
+        c.rst |= tcp.has(tcp_flags::RST);
+        Assignment {
+            stream: c.stream,
+            dir,
+            reused_ports: reused,
+        }
+    }
+
+    fn open(&mut self, k: FlowKey, src: Endpoint, dst: Endpoint, frame: u64, ts: i64) -> u32 {
+        let stream = self.convs.len() as u32;
+        self.convs.push(Conversation {
+            stream,
+            a: src,
+            b: dst,
+            first_frame: frame,
+            last_frame: frame,
+            first_ts: ts,
+            last_ts: ts,
+            frames: [0; 2],
+            bytes: [0; 2],
+            payload: [0; 2],
+            syn_dir: None,
+            synack_dir: None,
+            fin: false,
+            rst: false,
+            base_seq: [None; 2],
+        });
+        self.by_key.insert(k, stream);
+        stream
+    }
+
+    pub fn conversations(&self) -> &[Conversation] {
+        &self.convs
+    }
+
+    pub fn get(&self, stream: u32) -> Option<&Conversation> {
+        self.convs.get(stream as usize)
+    }
+}

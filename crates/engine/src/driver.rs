@@ -1,0 +1,143 @@
+//! The single streaming pass.
+
+use nastriage_capture::{linktype, CaptureError, CaptureReader, MergedReader};
+use nastriage_net::{Decoder, Transport};
+
+use crate::analysis::{Analysis, CaptureSummary, ProtocolCount};
+use crate::conversations::ConversationTable;
+
+/// Progress callback: (bytes read so far, total bytes or 0 when unknown).
+/// Returning `false` stops the analysis (e.g. the user pressed Ctrl-C).
+pub type Progress<'a> = &'a mut dyn FnMut(u64, u64) -> bool;
+
+pub struct AnalyzeOptions<'a> {
+    pub progress: Option<Progress<'a>>,
+    /// Call `progress` every this many input bytes.
+    pub progress_interval: u64,
+}
+
+impl Default for AnalyzeOptions<'_> {
+    fn default() -> Self {
+        AnalyzeOptions {
+            progress: None,
+            progress_interval: 64 << 20,
+        }
+    }
+}
+
+/// Analyse one or more captures (several are merged in timestamp order and
+/// numbered as one, like `mergecap`). Fails only when a file cannot be
+/// opened or yields no packet before an error; later problems become
+/// warnings and every result up to them is kept.
+pub fn analyze(paths: &[String], mut opts: AnalyzeOptions<'_>) -> Result<Analysis, CaptureError> {
+    if paths.is_empty() {
+        return Err(CaptureError::new("-", 0, "no capture file given"));
+    }
+    let mut readers = Vec::with_capacity(paths.len());
+    let mut total_size = 0u64;
+    for p in paths {
+        let r = CaptureReader::open(p)?;
+        if p != "-" && r.info().compression == nastriage_capture::Compression::None {
+            total_size += std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+        } else {
+            total_size = 0;
+        }
+        readers.push(r);
+    }
+    let known_total = readers
+        .iter()
+        .all(|r| r.info().path != "-" && r.info().compression == nastriage_capture::Compression::None);
+    let mut summaries: Vec<CaptureSummary> = readers
+        .iter()
+        .map(|r| CaptureSummary {
+            path: r.info().path.clone(),
+            format: r.info().format.name().to_string(),
+            format_description: r.info().format.describe(),
+            compression: r.info().compression.name().to_string(),
+            ..Default::default()
+        })
+        .collect();
+
+    let mut merged = MergedReader::new(readers);
+    let mut decoder = Decoder::default();
+    let mut convs = ConversationTable::default();
+    let mut frame: u64 = 0;
+    let mut next_progress = opts.progress_interval;
+
+    while merged.advance() {
+        let Some((file, pkt)) = merged.packet() else { break };
+        frame += 1;
+        let s = &mut summaries[file];
+        s.frames += 1;
+        s.bytes += pkt.orig_len as u64;
+        s.captured_bytes += pkt.data.len() as u64;
+        if (pkt.data.len() as u64) < pkt.orig_len as u64 {
+            s.truncated_frames += 1;
+        }
+        if s.first_ts.is_none() {
+            s.first_ts = Some(pkt.ts_ns);
+        }
+        s.first_ts = s.first_ts.map(|t| t.min(pkt.ts_ns));
+        s.last_ts = Some(s.last_ts.map_or(pkt.ts_ns, |t| t.max(pkt.ts_ns)));
+
+        let wire = pkt.orig_len as u64;
+        let d = decoder.decode(&pkt);
+        if let (Some(ip), Transport::Tcp(tcp)) = (d.ip.as_ref(), d.transport) {
+            convs.update(frame, pkt.ts_ns, wire, ip, &tcp);
+        }
+
+        if let Some(cb) = opts.progress.as_mut() {
+            if frame % 4096 == 0 {
+                let pos: u64 = merged.readers().iter().map(|r| r.position()).sum();
+                if pos >= next_progress {
+                    next_progress = pos + opts.progress_interval;
+                    if !cb(pos, if known_total { total_size } else { 0 }) {
+                        return Err(CaptureError::new(&paths[file], pos, "analysis interrupted"));
+                    }
+                }
+            }
+        }
+    }
+
+    // Per-file link types, warnings and errors.
+    let mut warnings = Vec::new();
+    for (i, r) in merged.readers().iter().enumerate() {
+        let s = &mut summaries[i];
+        s.link_types = r.linktypes().into_iter().map(linktype::name).collect();
+        for w in r.warnings() {
+            s.warnings.push(w.to_string());
+            warnings.push(w.to_string());
+        }
+    }
+    for (i, e) in merged.errors() {
+        if summaries[*i].frames == 0 {
+            return Err(e.clone());
+        }
+        let msg = format!("{e}; reading stopped there, results cover the frames before it");
+        summaries[*i].warnings.push(msg.clone());
+        warnings.push(msg);
+    }
+    let (_, abandoned) = decoder.defrag_stats();
+    if abandoned > 0 {
+        warnings.push(format!(
+            "{abandoned} fragmented IP datagram(s) could not be reassembled (fragments missing, cut by the snaplen, or over the memory bound)"
+        ));
+    }
+    if let Some(cb) = opts.progress.as_mut() {
+        let pos: u64 = merged.readers().iter().map(|r| r.position()).sum();
+        cb(pos, if known_total { total_size } else { 0 });
+    }
+    let protocols = decoder
+        .counters()
+        .summary()
+        .into_iter()
+        .map(|(protocol, frames, bytes)| ProtocolCount { protocol, frames, bytes })
+        .collect();
+    Ok(Analysis {
+        captures: summaries,
+        protocols,
+        warnings,
+        frames: frame,
+        conversations: convs,
+    })
+}

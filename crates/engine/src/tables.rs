@@ -1,0 +1,129 @@
+//! Arrow tables built from the analysers' state at the end of the pass.
+
+use std::sync::Arc;
+
+use arrow_array::builder::{
+    BooleanBuilder, Float64Builder, StringBuilder, TimestampNanosecondBuilder, UInt16Builder,
+    UInt32Builder, UInt64Builder, UInt8Builder,
+};
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_schema::{DataType, Field, Schema, TimeUnit};
+
+use crate::conversations::ConversationTable;
+
+fn ts_type() -> DataType {
+    DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into()))
+}
+
+/// One row per TCP conversation, in `tcp.stream` order, oriented client → server.
+pub(crate) fn conversations(t: &ConversationTable) -> RecordBatch {
+    let convs = t.conversations();
+    let n = convs.len();
+    let mut stream = UInt32Builder::with_capacity(n);
+    let mut ipv = UInt8Builder::with_capacity(n);
+    let mut cip = StringBuilder::with_capacity(n, n * 16);
+    let mut cport = UInt16Builder::with_capacity(n);
+    let mut sip = StringBuilder::with_capacity(n, n * 16);
+    let mut sport = UInt16Builder::with_capacity(n);
+    let mut rule = StringBuilder::with_capacity(n, n * 4);
+    let mut ff = UInt64Builder::with_capacity(n);
+    let mut lf = UInt64Builder::with_capacity(n);
+    let mut start = TimestampNanosecondBuilder::with_capacity(n).with_timezone("UTC");
+    let mut end = TimestampNanosecondBuilder::with_capacity(n).with_timezone("UTC");
+    let mut dur = Float64Builder::with_capacity(n);
+    let mut u64s: Vec<UInt64Builder> = (0..6).map(|_| UInt64Builder::with_capacity(n)).collect();
+    let mut tput_c2s = Float64Builder::with_capacity(n);
+    let mut tput_s2c = Float64Builder::with_capacity(n);
+    let mut syn = BooleanBuilder::with_capacity(n);
+    let mut fin = BooleanBuilder::with_capacity(n);
+    let mut rst = BooleanBuilder::with_capacity(n);
+
+    for c in convs {
+        let (cdir, why) = c.client_direction();
+        let (ci, si) = (cdir as usize, 1 - cdir as usize);
+        let (client, server) = if cdir == 0 { (c.a, c.b) } else { (c.b, c.a) };
+        stream.append_value(c.stream);
+        ipv.append_value(if client.0.is_ipv4() { 4 } else { 6 });
+        cip.append_value(client.0.to_string());
+        cport.append_value(client.1);
+        sip.append_value(server.0.to_string());
+        sport.append_value(server.1);
+        rule.append_value(why.name());
+        ff.append_value(c.first_frame);
+        lf.append_value(c.last_frame);
+        start.append_value(c.first_ts);
+        end.append_value(c.last_ts);
+        let d = (c.last_ts - c.first_ts) as f64 / 1e9;
+        dur.append_value(d);
+        for (b, v) in u64s.iter_mut().zip([
+            c.frames[ci],
+            c.frames[si],
+            c.bytes[ci],
+            c.bytes[si],
+            c.payload[ci],
+            c.payload[si],
+        ]) {
+            b.append_value(v);
+        }
+        let rate = |bytes: u64| if d > 0.0 { bytes as f64 * 8.0 / d } else { 0.0 };
+        tput_c2s.append_value(rate(c.payload[ci]));
+        tput_s2c.append_value(rate(c.payload[si]));
+        syn.append_value(c.syn_dir.is_some() || c.synack_dir.is_some());
+        fin.append_value(c.fin);
+        rst.append_value(c.rst);
+    }
+
+    let u64_names = [
+        "frames_c2s",
+        "frames_s2c",
+        "bytes_c2s",
+        "bytes_s2c",
+        "payload_bytes_c2s",
+        "payload_bytes_s2c",
+    ];
+    let mut fields = vec![
+        Field::new("stream", DataType::UInt32, false),
+        Field::new("ip_version", DataType::UInt8, false),
+        Field::new("client_ip", DataType::Utf8, false),
+        Field::new("client_port", DataType::UInt16, false),
+        Field::new("server_ip", DataType::Utf8, false),
+        Field::new("server_port", DataType::UInt16, false),
+        Field::new("client_rule", DataType::Utf8, false),
+        Field::new("first_frame", DataType::UInt64, false),
+        Field::new("last_frame", DataType::UInt64, false),
+        Field::new("start", ts_type(), false),
+        Field::new("end", ts_type(), false),
+        Field::new("duration_s", DataType::Float64, false),
+    ];
+    let mut cols: Vec<ArrayRef> = vec![
+        Arc::new(stream.finish()),
+        Arc::new(ipv.finish()),
+        Arc::new(cip.finish()),
+        Arc::new(cport.finish()),
+        Arc::new(sip.finish()),
+        Arc::new(sport.finish()),
+        Arc::new(rule.finish()),
+        Arc::new(ff.finish()),
+        Arc::new(lf.finish()),
+        Arc::new(start.finish()),
+        Arc::new(end.finish()),
+        Arc::new(dur.finish()),
+    ];
+    for (name, mut b) in u64_names.iter().zip(u64s) {
+        fields.push(Field::new(*name, DataType::UInt64, false));
+        cols.push(Arc::new(b.finish()));
+    }
+    for (name, arr) in [
+        ("throughput_c2s_bps", Arc::new(tput_c2s.finish()) as ArrayRef),
+        ("throughput_s2c_bps", Arc::new(tput_s2c.finish()) as ArrayRef),
+    ] {
+        fields.push(Field::new(name, DataType::Float64, false));
+        cols.push(arr);
+    }
+    for (name, mut b) in [("syn", syn), ("fin", fin), ("rst", rst)] {
+        fields.push(Field::new(name, DataType::Boolean, false));
+        cols.push(Arc::new(b.finish()));
+    }
+    // The columns are built above with exactly these types and lengths.
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), cols).expect("conversation columns match their schema")
+}

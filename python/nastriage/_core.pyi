@@ -1,0 +1,54 @@
+"""Type stubs for the Rust engine binding (crates/py). The binding is thin:
+it runs the one-pass analysis and hands back metadata and Arrow tables."""
+
+from typing import Callable, Protocol
+
+__version__: str
+
+class CaptureError(Exception):
+    """Unreadable input. ``str(err)`` is one line: ``PATH: byte offset N: message``.
+    Attributes ``path`` (str) and ``offset`` (int) are set."""
+
+    path: str
+    offset: int
+
+class ArrowStream(Protocol):
+    """Anything exposing the Arrow PyCapsule stream interface."""
+
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
+
+class Analysis:
+    """Result of one analysis run over one or more capture files (merged)."""
+
+    #: One dict per input file, in the order given:
+    #: {"path": str, "format": "pcap"|"pcapng"|"snoop",
+    #:  "format_description": str, "compression": "none"|"gzip"|"zstd",
+    #:  "link_types": list[str], "frames": int, "bytes": int (sum of frame lengths on the wire),
+    #:  "captured_bytes": int, "first_time_ns": int | None, "last_time_ns": int | None,
+    #:  "truncated_frames": int (caplen < wire length), "warnings": list[str]}
+    captures: list[dict[str, object]]
+    #: One dict per protocol seen, most frames first:
+    #: {"protocol": str, "frames": int, "bytes": int}. Names: "ethernet", "vlan",
+    #: "ipv4", "ipv6", "ip-fragment", "tcp", "udp", "icmp", "icmpv6", "arp",
+    #: "ethertype-0x88cc", "ip-proto-47", "linktype-253", "malformed-ipv4", ...
+    protocols: list[dict[str, object]]
+    #: Warnings from all files and stages, one line each.
+    warnings: list[str]
+    #: Total frames over all inputs.
+    frames: int
+
+    def table_names(self) -> list[str]: ...
+    def table(self, name: str) -> ArrowStream:
+        """An Arrow C stream over the named table (e.g. "conversations").
+        Each call gives a fresh stream; pyarrow: ``pa.table(analysis.table(n))``."""
+
+def analyze(
+    paths: list[str],
+    progress: Callable[[int, int], None] | None = None,
+    progress_interval_bytes: int = 64 << 20,
+) -> Analysis:
+    """Analyse captures in one streaming pass (``"-"`` is standard input).
+    ``progress(bytes_read, total_bytes)`` is called every
+    ``progress_interval_bytes`` of input (``total_bytes`` is 0 when unknown,
+    e.g. stdin or compressed input). Raises CaptureError for unreadable input;
+    a capture cut mid-record gives a warning and all results before the cut."""
