@@ -39,13 +39,35 @@ def tshark_conversations(path: Path) -> dict[int, dict[Direction, list[int]]]:
     """stream -> {(src ip, src port): [frames, bytes]} from tshark's tcp.stream."""
     out = subprocess.run(
         [
-            "tshark", "-r", str(path), "-n", "-Y", "tcp", "-T", "fields",
-            "-E", "separator=\t", "-e", "tcp.stream", "-e", "ip.src", "-e", "ipv6.src",
-            "-e", "tcp.srcport", "-e", "frame.len",
+            "tshark",
+            "-r",
+            str(path),
+            "-n",
+            "-Y",
+            "tcp",
+            "-T",
+            "fields",
+            "-E",
+            "separator=\t",
+            "-e",
+            "tcp.stream",
+            "-e",
+            "ip.src",
+            "-e",
+            "ipv6.src",
+            "-e",
+            "tcp.srcport",
+            "-e",
+            "frame.len",
         ],
-        capture_output=True, text=True, check=False, timeout=600,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
     ).stdout
-    streams: dict[int, dict[Direction, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
+    streams: dict[int, dict[Direction, list[int]]] = defaultdict(
+        lambda: defaultdict(lambda: [0, 0])
+    )
     for line in out.splitlines():
         parts = line.split("\t")
         if len(parts) < 5 or not parts[0]:

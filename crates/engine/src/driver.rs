@@ -117,6 +117,12 @@ pub fn analyze(paths: &[String], mut opts: AnalyzeOptions<'_>) -> Result<Analysi
         summaries[*i].warnings.push(msg.clone());
         warnings.push(msg);
     }
+    for (lt, n) in decoder.counters().unsupported_linktypes() {
+        warnings.push(format!(
+            "{n} frame(s) with link type {} ({lt}) were counted but not decoded (unsupported link layer)",
+            linktype::name(lt)
+        ));
+    }
     let (_, abandoned) = decoder.defrag_stats();
     if abandoned > 0 {
         warnings.push(format!(

@@ -153,6 +153,20 @@ impl ProtoCounters {
         v
     }
 
+    /// Link types the decoder does not know, with their frame counts.
+    pub fn unsupported_linktypes(&self) -> Vec<(u32, u64)> {
+        let mut v: Vec<(u32, u64)> = self
+            .other
+            .iter()
+            .filter_map(|(k, (f, _))| match k {
+                OtherKey::LinkType(l) => Some((*l, *f)),
+                _ => None,
+            })
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
     /// Add another counter set (e.g. from a parallel worker).
     pub fn merge(&mut self, other: &ProtoCounters) {
         for (a, b) in self.fixed.iter_mut().zip(other.fixed.iter()) {
