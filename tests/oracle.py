@@ -6,7 +6,7 @@ import csv
 import shutil
 import subprocess
 from collections import defaultdict
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "captures"
@@ -17,7 +17,7 @@ def have_tshark() -> bool:
     return shutil.which("tshark") is not None
 
 
-@lru_cache(maxsize=None)
+@cache
 def catalog() -> dict[str, dict[str, str]]:
     with CATALOG.open(newline="") as f:
         return {row["filename"]: row for row in csv.DictReader(f, delimiter="\t")}
