@@ -1,0 +1,76 @@
+"""nastriage: find out why the NAS is slow, from a packet capture of NFS/SMB traffic.
+
+>>> import nastriage
+>>> cap = nastriage.open("trace.pcapng")       # doctest: +SKIP
+>>> cap.conversations.num_rows                   # doctest: +SKIP
+
+Importing this package is cheap: the engine (``nastriage._core``), pyarrow and rich are
+loaded only when something needs them.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any, Callable, Union
+
+if TYPE_CHECKING:
+    from nastriage._core import CaptureError as CaptureError
+    from nastriage.capture import Capture
+
+__all__ = ["Capture", "CaptureError", "__version__", "open"]
+
+#: What ``open`` accepts: one path, or several (merged in time order); ``"-"`` is standard input.
+PathArg = Union[str, "os.PathLike[str]"]
+
+
+def _version() -> str:
+    try:
+        from nastriage import _core
+
+        return str(_core.__version__)
+    except ImportError:  # engine not built (e.g. a source checkout): ask the installer's metadata
+        try:
+            from importlib.metadata import version
+
+            return version("nastriage")
+        except Exception:
+            return "unknown"
+
+
+def open(
+    path_or_paths: PathArg | list[PathArg] | tuple[PathArg, ...],
+    *,
+    progress: Callable[[int, int], None] | None = None,
+) -> Capture:
+    """Analyse one capture file (or several, merged in time order) in one pass.
+
+    ``"-"`` reads standard input. Raises :class:`CaptureError` for unreadable input;
+    a capture cut mid-record gives a warning and the results up to the cut.
+    ``progress(bytes_read, total_bytes)`` is called periodically (``total_bytes`` is 0
+    when unknown).
+    """
+    from nastriage.capture import Capture
+
+    return Capture.analyze(path_or_paths, progress=progress)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        value = _version()
+        globals()["__version__"] = value
+        return value
+    if name == "CaptureError":
+        from nastriage._core import CaptureError
+
+        globals()["CaptureError"] = CaptureError
+        return CaptureError
+    if name == "Capture":
+        from nastriage.capture import Capture
+
+        globals()["Capture"] = Capture
+        return Capture
+    raise AttributeError(f"module 'nastriage' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), "Capture", "CaptureError", "__version__"])

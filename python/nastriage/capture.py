@@ -1,0 +1,188 @@
+"""``Capture``: the result of analysing one or more capture files, as Arrow tables.
+
+Every result the engine produces is a named Arrow table (``conversations`` now; later
+``tcp_events``, ``transactions``, ...). Tables are imported zero-copy through the Arrow
+PyCapsule stream interface and cached, so they can be handed on to DuckDB or polars
+without copying.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Callable, Union
+
+if TYPE_CHECKING:
+    import duckdb
+    import pyarrow as pa
+
+    from nastriage._core import Analysis, ArrowStream
+
+__all__ = ["Capture", "arrow_table"]
+
+PathArg = Union[str, "os.PathLike[str]"]
+
+
+def _as_path_list(path_or_paths: PathArg | Sequence[PathArg]) -> list[str]:
+    if isinstance(path_or_paths, (str, os.PathLike)):
+        items: Sequence[PathArg] = [path_or_paths]
+    else:
+        items = path_or_paths
+    paths = [os.fspath(p) for p in items]
+    if not paths:
+        raise ValueError("no capture file given")
+    for p in paths:
+        if not isinstance(p, str):
+            raise TypeError(f"capture paths must be str or os.PathLike[str], not {type(p)!r}")
+    return paths
+
+
+def arrow_table(stream: ArrowStream) -> pa.Table:
+    """Import an object exposing ``__arrow_c_stream__`` as a ``pyarrow.Table`` (zero-copy)."""
+    import pyarrow as pa
+
+    from_stream = getattr(pa.RecordBatchReader, "from_stream", None)
+    if from_stream is not None:  # pyarrow >= 15
+        return from_stream(stream).read_all()
+    # pyarrow 14: the capsule import is there but the public constructor is not
+    capsule = stream.__arrow_c_stream__()
+    return pa.RecordBatchReader._import_from_c_capsule(capsule).read_all()
+
+
+class Capture:
+    """One analysis run over one or more capture files (merged in time order).
+
+    Create with :func:`nastriage.open`. Metadata are plain Python objects; results are
+    ``pyarrow.Table`` objects by name (see :attr:`table_names`).
+    """
+
+    def __init__(self, analysis: Analysis, paths: Sequence[str] = ()) -> None:
+        self._analysis = analysis
+        self._paths = list(paths)
+        self._tables: dict[str, pa.Table] = {}
+        self._duckdb: duckdb.DuckDBPyConnection | None = None
+
+    @classmethod
+    def analyze(
+        cls,
+        path_or_paths: PathArg | Sequence[PathArg],
+        *,
+        progress: Callable[[int, int], None] | None = None,
+        progress_interval_bytes: int | None = None,
+    ) -> Capture:
+        """Run the engine over the given files (``"-"`` is standard input)."""
+        from nastriage import _core
+
+        paths = _as_path_list(path_or_paths)
+        if progress_interval_bytes is None:
+            analysis = _core.analyze(paths, progress)
+        else:
+            analysis = _core.analyze(paths, progress, progress_interval_bytes)
+        return cls(analysis, paths)
+
+    # -- metadata --------------------------------------------------------------------------
+
+    @property
+    def paths(self) -> list[str]:
+        """The inputs as given (``"-"`` for standard input)."""
+        return list(self._paths)
+
+    @property
+    def captures(self) -> list[dict[str, Any]]:
+        """One dict per input file, in the order given (see ``_core.Analysis.captures``)."""
+        return [dict(c) for c in self._analysis.captures]
+
+    @property
+    def protocols(self) -> list[dict[str, Any]]:
+        """Frames and bytes per protocol seen, most frames first, including unanalysed ones."""
+        return [dict(p) for p in self._analysis.protocols]
+
+    @property
+    def warnings(self) -> list[str]:
+        """Warnings from all files and stages, one line each (raw: sanitise before printing)."""
+        return list(self._analysis.warnings)
+
+    @property
+    def frames(self) -> int:
+        """Total frames over all inputs."""
+        return int(self._analysis.frames)
+
+    @property
+    def bytes(self) -> int:
+        """Total bytes on the wire over all inputs."""
+        return sum(int(c.get("bytes") or 0) for c in self.captures)
+
+    # -- tables ----------------------------------------------------------------------------
+
+    @property
+    def table_names(self) -> list[str]:
+        """Names of the result tables this engine produces (e.g. ``["conversations"]``)."""
+        return list(self._analysis.table_names())
+
+    def table(self, name: str) -> pa.Table:
+        """The named result table as a ``pyarrow.Table`` (imported once, then cached)."""
+        cached = self._tables.get(name)
+        if cached is not None:
+            return cached
+        if name not in self.table_names:
+            known = ", ".join(self.table_names) or "none"
+            raise KeyError(f"no table named {name!r} (tables: {known})")
+        table = arrow_table(self._analysis.table(name))
+        self._tables[name] = table
+        return table
+
+    def tables(self) -> dict[str, pa.Table]:
+        """All result tables by name."""
+        return {name: self.table(name) for name in self.table_names}
+
+    @property
+    def conversations(self) -> pa.Table:
+        """One row per TCP connection, numbered like Wireshark's ``tcp.stream``."""
+        return self.table("conversations")
+
+    # -- SQL -------------------------------------------------------------------------------
+
+    def duckdb(
+        self, connection: duckdb.DuckDBPyConnection | None = None
+    ) -> duckdb.DuckDBPyConnection:
+        """A DuckDB connection with every result table registered as a view of its name.
+
+        Registration is zero-copy (DuckDB scans the Arrow buffers). Pass ``connection`` to
+        add the views to an existing connection; otherwise an in-memory one is created.
+        Needs the ``duckdb`` package.
+        """
+        try:
+            import duckdb
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise ImportError(
+                "Capture.duckdb() needs the duckdb package (pip install duckdb)"
+            ) from exc
+        con = connection if connection is not None else duckdb.connect()
+        for name in self.table_names:
+            con.register(name, self.table(name))
+        return con
+
+    def sql(self, query: str) -> pa.Table:
+        """Run a DuckDB SQL query over the result tables; the result as a ``pyarrow.Table``.
+
+        >>> cap.sql("select count(*) as n from conversations where rst")  # doctest: +SKIP
+        """
+        import pyarrow as pa
+
+        if self._duckdb is None:
+            self._duckdb = self.duckdb()
+        relation: Any = self._duckdb.sql(query)
+        if relation is None:  # a statement without a result (e.g. CREATE VIEW)
+            return pa.table({})
+        for method in ("to_arrow_table", "fetch_arrow_table"):  # duckdb >= 1.4, older
+            fetch = getattr(relation, method, None)
+            if fetch is not None:
+                return fetch()
+        result = relation.arrow()
+        return result if isinstance(result, pa.Table) else result.read_all()
+
+    def __repr__(self) -> str:
+        from nastriage.sanitize import clean
+
+        names = ", ".join(clean(p) for p in self._paths) if self._paths else "?"
+        return f"<nastriage.Capture {names}: {self.frames} frames, tables {self.table_names}>"

@@ -1,0 +1,258 @@
+"""The ``nastriage`` command line (documented in docs/cli.md).
+
+Exit status: 0 analysed; 1 internal error (a bug: please report it); 2 bad usage or
+unreadable input; 130 interrupted (Ctrl-C); 141 output closed early (e.g. ``| head``).
+
+Startup must stay fast (``nastriage --version`` well under 0.3 s): this module imports only
+the standard library at the top; the engine, pyarrow and rich load when needed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+__all__ = ["build_parser", "main"]
+
+PROG = "nastriage"
+
+EXIT_OK = 0
+EXIT_INTERNAL = 1
+EXIT_INPUT = 2
+EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141
+
+
+class _Fail(Exception):
+    """A user-facing error: one line on stderr and an exit status, no traceback."""
+
+    def __init__(self, message: str, status: int = EXIT_INPUT) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _error(message: str) -> None:
+    from nastriage.sanitize import clean
+
+    sys.stderr.write(f"{PROG}: error: {clean(message)}\n")
+    sys.stderr.flush()
+
+
+def _warn(message: str) -> None:
+    from nastriage.sanitize import clean
+
+    sys.stderr.write(f"{PROG}: warning: {clean(message)}\n")
+
+
+class _VersionAction(argparse.Action):
+    """``--version``, computed only when asked for (it may load the engine)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kw: Any):
+        super().__init__(option_strings, dest=dest, nargs=0, help="show the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any, **__: Any) -> NoReturn:
+        from nastriage import __version__
+
+        sys.stdout.write(f"{PROG} {__version__}\n")
+        sys.stdout.flush()
+        parser.exit(EXIT_OK)
+
+
+def _top(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be 0 or more")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Find out why the NAS is slow, from a packet capture of NFS/SMB traffic.",
+        epilog="Run 'nastriage analyze -h' for the options of a command. See docs/cli.md.",
+    )
+    parser.add_argument("--version", action=_VersionAction)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    analyze = commands.add_parser(
+        "analyze",
+        help="analyse capture files and print a summary",
+        description=(
+            "Analyse one or more capture files (pcap, pcapng, snoop; gzip or zstd compressed "
+            "or not) in one pass and print what they contain: files, protocols and the "
+            "busiest TCP connections. Several files are merged in time order."
+        ),
+    )
+    analyze.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="capture file; '-' reads standard input (at most once)",
+    )
+    analyze.add_argument(
+        "--json",
+        metavar="PATH",
+        help="also write the full results as JSON to PATH ('-': standard output, "
+        "which replaces the terminal summary)",
+    )
+    analyze.add_argument(
+        "--top",
+        type=_top,
+        default=10,
+        metavar="N",
+        help="show the N conversations with the most bytes (default: 10; 0: none)",
+    )
+    analyze.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress bar (it is shown only on a terminal and for input over 64 MiB)",
+    )
+    analyze.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no summary, no progress bar and no warnings on the terminal; errors only",
+    )
+    analyze.set_defaults(func=_cmd_analyze)
+    return parser
+
+
+def _check_inputs(paths: list[str]) -> None:
+    if paths.count("-") > 1:
+        raise _Fail("standard input ('-') can be given only once")
+    for p in paths:
+        if p == "-":
+            continue
+        try:
+            p.encode("utf-8")
+        except UnicodeEncodeError:
+            raise _Fail(f"{p}: file names must be valid UTF-8") from None
+        try:
+            st = os.stat(p)
+        except OSError as exc:
+            raise _Fail(f"{p}: cannot open: {exc.strerror or exc}") from None
+        import stat
+
+        if stat.S_ISDIR(st.st_mode):
+            raise _Fail(f"{p}: is a directory, not a capture file")
+
+
+def _stderr_is_tty() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _no_progress(bytes_read: int, total_bytes: int) -> None:
+    """Progress callback that shows nothing (pending signals are handled when it runs)."""
+
+
+def _cmd_analyze(args: argparse.Namespace) -> int:
+    paths: list[str] = list(args.files)
+    _check_inputs(paths)
+    try:
+        from nastriage import _core
+    except ImportError as exc:
+        raise _Fail(
+            f"the analysis engine (nastriage._core) is not installed or not built: {exc}",
+            EXIT_INTERNAL,
+        ) from None
+
+    json_to_stdout = args.json == "-"
+    show_summary = not args.quiet and not json_to_stdout
+
+    reporter = None
+    if not (args.quiet or args.no_progress) and _stderr_is_tty():
+        from nastriage.views.progress import ProgressReporter
+
+        reporter = ProgressReporter(paths)
+        if not reporter.worthwhile:
+            reporter = None
+
+    from contextlib import ExitStack
+
+    from nastriage.capture import Capture
+
+    with ExitStack() as stack:
+        out = None
+        if args.json is not None:
+            from nastriage.views import json_out
+
+            try:  # before the analysis, so that a bad path fails fast
+                out = stack.enter_context(json_out.output(args.json))
+            except OSError as exc:
+                raise _Fail(f"cannot write JSON to {args.json}: {exc.strerror or exc}") from None
+        try:
+            capture = Capture.analyze(
+                paths,
+                # Without a bar, a no-op callback still gives Python a chance to act on Ctrl-C
+                # during a long analysis (the engine runs with the GIL released).
+                progress=reporter if reporter is not None else _no_progress,
+                progress_interval_bytes=reporter.interval if reporter is not None else 64 << 20,
+            )
+        except _core.CaptureError as exc:
+            raise _Fail(str(exc)) from None
+        finally:
+            if reporter is not None:
+                reporter.close()
+        if out is not None:
+            json_out.write(capture, out)
+
+    if show_summary:
+        from nastriage.views.terminal import print_summary
+
+        print_summary(capture, top=args.top)
+    elif not args.quiet:
+        for warning in capture.warnings:
+            _warn(warning)
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``nastriage`` script; returns the exit status."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if args.command is None:
+            parser.print_usage(sys.stderr)
+            _error("no command given (try 'nastriage analyze FILE')")
+            return EXIT_INPUT
+        status: int = args.func(args)
+        return status
+    except _Fail as exc:
+        _error(str(exc))
+        return exc.status
+    except KeyboardInterrupt:
+        sys.stderr.write("\n")
+        _error("interrupted")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader went away (e.g. '| head'): stop quietly, and keep Python from
+        # complaining when it flushes stdout at exit.
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return EXIT_BROKEN_PIPE
+    except SystemExit:
+        raise
+    except BaseException as exc:  # includes pyo3's PanicException (a BaseException)
+        if os.environ.get("NASTRIAGE_DEBUG"):
+            raise
+        _error(
+            f"internal error: {type(exc).__name__}: {exc} "
+            "(this is a bug; rerun with NASTRIAGE_DEBUG=1 for details and please report it)"
+        )
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,90 @@
+"""Helpers shared by the tests (``from helpers import ...``).
+
+Engine-dependent tests skip (with a reason) while ``nastriage._core`` is not built; set
+NASTRIAGE_REQUIRE_ENGINE=1 (CI) to make that an error instead.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PYTHON_DIR = ROOT / "python"
+CAPTURES = ROOT.parent / "shared" / "captures"
+
+# Use the source tree only when nastriage is not installed: an installed (non-editable)
+# package has the compiled engine, the source tree does not.
+_USE_SOURCE_TREE = importlib.util.find_spec("nastriage") is None
+if _USE_SOURCE_TREE:
+    sys.path.insert(0, str(PYTHON_DIR))
+
+
+def engine_available() -> bool:
+    try:
+        import nastriage._core  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def require_engine() -> None:
+    if engine_available():
+        return
+    message = "nastriage._core is not built (pip install -e '.[dev]' or maturin develop)"
+    if os.environ.get("NASTRIAGE_REQUIRE_ENGINE"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def capture(name: str) -> Path:
+    """Path of a reference capture in ../shared/captures (read-only; never copied)."""
+    path = CAPTURES / name
+    if not path.exists():
+        pytest.skip(f"reference capture not found: {path}")
+    return path
+
+
+def cli_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ)
+    if _USE_SOURCE_TREE:
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(PYTHON_DIR), env.get("PYTHONPATH", "")) if p
+        )
+    env.pop("NASTRIAGE_DEBUG", None)
+    env["PYTHONIOENCODING"] = "utf-8"
+    if extra:
+        env.update(extra)
+    return env
+
+
+def run_cli(
+    args: Sequence[str | os.PathLike[str]],
+    *,
+    stdin: Any = None,
+    input: bytes | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 300,
+) -> subprocess.CompletedProcess[bytes]:
+    """Run ``python -m nastriage ARGS`` in a subprocess (stdout/stderr are pipes: no TTY)."""
+    return subprocess.run(
+        [sys.executable, "-m", "nastriage", *map(str, args)],
+        stdin=stdin,
+        input=input,
+        capture_output=True,
+        env=cli_env(env),
+        timeout=timeout,
+        check=False,
+    )
+
+
+def have_tshark() -> bool:
+    return shutil.which("tshark") is not None
