@@ -4,6 +4,8 @@ use arrow_array::RecordBatch;
 
 use crate::conversations::ConversationTable;
 use crate::tables;
+use crate::transactions::TransactionLog;
+use crate::tcp::{FlagCounts, TcpAnalysis};
 
 /// Per-input-file facts.
 #[derive(Debug, Clone, Default)]
@@ -41,23 +43,51 @@ pub struct Analysis {
     pub warnings: Vec<String>,
     pub frames: u64,
     pub(crate) conversations: ConversationTable,
+    pub(crate) tcp: TcpAnalysis,
+    pub(crate) transactions: TransactionLog,
 }
 
 impl Analysis {
     /// Names of the tables this analysis can produce.
     pub fn table_names(&self) -> Vec<&'static str> {
-        vec!["conversations"]
+        vec!["conversations", "tcp_events", "transactions", "srt"]
     }
 
     /// Build a table by name (None for an unknown name).
     pub fn table(&self, name: &str) -> Option<RecordBatch> {
         match name {
             "conversations" => Some(tables::conversations(&self.conversations)),
+            "srt" => Some(crate::srt_table::srt(&self.transactions, &self.conversations)),
+            "transactions" => Some(crate::transaction_table::transactions(
+                &self.transactions,
+                &self.conversations,
+            )),
+            "tcp_events" => Some(tables::tcp_events(&self.tcp, &self.conversations)),
             _ => None,
         }
     }
 
+    /// NFS/RPC and SMB2 transactions and the parsers' counters.
+    pub fn transactions(&self) -> &TransactionLog {
+        &self.transactions
+    }
+
     pub fn conversations(&self) -> &ConversationTable {
         &self.conversations
+    }
+
+    /// The TCP expert analysis (events, per-stream counts).
+    pub fn tcp(&self) -> &TcpAnalysis {
+        &self.tcp
+    }
+
+    /// Frames per TCP analysis flag over the whole capture.
+    pub fn tcp_flag_totals(&self) -> FlagCounts {
+        self.tcp.totals()
+    }
+
+    /// Frames per TCP analysis flag in one conversation (`tcp.stream`).
+    pub fn tcp_flag_counts(&self, stream: u32) -> FlagCounts {
+        self.tcp.stream_counts(stream)
     }
 }

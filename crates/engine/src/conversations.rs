@@ -120,21 +120,30 @@ pub struct Assignment {
     pub dir: u8,
     /// This SYN opened a new conversation on a 4-tuple already used.
     pub reused_ports: bool,
+    /// The conversation that this one replaced on its 4-tuple (port reuse).
+    pub replaced: Option<u32>,
 }
 
 impl ConversationTable {
-    pub fn update(&mut self, frame: u64, ts: i64, wire_len: u64, ip: &IpInfo, tcp: &TcpSegment<'_>) -> Assignment {
+    pub fn update(
+        &mut self,
+        frame: u64,
+        ts: i64,
+        wire_len: u64,
+        ip: &IpInfo,
+        tcp: &TcpSegment<'_>,
+    ) -> Assignment {
         let src = (ip.src, tcp.src_port);
         let dst = (ip.dst, tcp.dst_port);
         let k = key(src, dst);
         let bare_syn = tcp.flags & (tcp_flags::SYN | tcp_flags::ACK) == tcp_flags::SYN;
-        let mut reused = false;
+        let mut replaced = None;
         let idx = match self.by_key.get(&k).copied() {
             Some(i) => {
                 let c = &self.convs[i as usize];
                 let dir = if c.a == src { 0 } else { 1 };
                 if bare_syn && c.base_seq[dir].is_some_and(|b| b != tcp.seq) {
-                    reused = true;
+                    replaced = Some(i);
                     self.open(k, src, dst, frame, ts)
                 } else {
                     i
@@ -146,7 +155,11 @@ impl ConversationTable {
         let dir: u8 = if c.a == src { 0 } else { 1 };
         let d = dir as usize;
         if c.base_seq[d].is_none() {
-            c.base_seq[d] = Some(if tcp.has(tcp_flags::SYN) { tcp.seq } else { tcp.seq.wrapping_sub(1) });
+            c.base_seq[d] = Some(if tcp.has(tcp_flags::SYN) {
+                tcp.seq
+            } else {
+                tcp.seq.wrapping_sub(1)
+            });
         }
         c.last_frame = frame;
         if ts > c.last_ts {
@@ -170,7 +183,8 @@ impl ConversationTable {
         Assignment {
             stream: c.stream,
             dir,
-            reused_ports: reused,
+            reused_ports: replaced.is_some(),
+            replaced,
         }
     }
 

@@ -5,6 +5,8 @@ use nastriage_net::{Decoder, Transport};
 
 use crate::analysis::{Analysis, CaptureSummary, ProtocolCount};
 use crate::conversations::ConversationTable;
+use crate::app::layer::{AppLayer, DecodeAs};
+use crate::tcp::TcpAnalyzer;
 
 /// Progress callback: (bytes read so far, total bytes or 0 when unknown).
 /// Returning `false` stops the analysis (e.g. the user pressed Ctrl-C).
@@ -14,6 +16,9 @@ pub struct AnalyzeOptions<'a> {
     pub progress: Option<Progress<'a>>,
     /// Call `progress` every this many input bytes.
     pub progress_interval: u64,
+    /// Decode connections on these ports as the given protocol, whatever
+    /// their content looks like.
+    pub decode_as: DecodeAs,
 }
 
 impl Default for AnalyzeOptions<'_> {
@@ -21,6 +26,7 @@ impl Default for AnalyzeOptions<'_> {
         AnalyzeOptions {
             progress: None,
             progress_interval: 64 << 20,
+            decode_as: Vec::new(),
         }
     }
 }
@@ -44,9 +50,9 @@ pub fn analyze(paths: &[String], mut opts: AnalyzeOptions<'_>) -> Result<Analysi
         }
         readers.push(r);
     }
-    let known_total = readers
-        .iter()
-        .all(|r| r.info().path != "-" && r.info().compression == nastriage_capture::Compression::None);
+    let known_total = readers.iter().all(|r| {
+        r.info().path != "-" && r.info().compression == nastriage_capture::Compression::None
+    });
     let mut summaries: Vec<CaptureSummary> = readers
         .iter()
         .map(|r| CaptureSummary {
@@ -61,11 +67,15 @@ pub fn analyze(paths: &[String], mut opts: AnalyzeOptions<'_>) -> Result<Analysi
     let mut merged = MergedReader::new(readers);
     let mut decoder = Decoder::default();
     let mut convs = ConversationTable::default();
+    let mut tcpa = TcpAnalyzer::default();
+    let mut app = AppLayer::new(std::mem::take(&mut opts.decode_as));
     let mut frame: u64 = 0;
     let mut next_progress = opts.progress_interval;
 
     while merged.advance() {
-        let Some((file, pkt)) = merged.packet() else { break };
+        let Some((file, pkt)) = merged.packet() else {
+            break;
+        };
         frame += 1;
         let s = &mut summaries[file];
         s.frames += 1;
@@ -83,11 +93,13 @@ pub fn analyze(paths: &[String], mut opts: AnalyzeOptions<'_>) -> Result<Analysi
         let wire = pkt.orig_len as u64;
         let d = decoder.decode(&pkt);
         if let (Some(ip), Transport::Tcp(tcp)) = (d.ip.as_ref(), d.transport) {
-            convs.update(frame, pkt.ts_ns, wire, ip, &tcp);
+            let asg = convs.update(frame, pkt.ts_ns, wire, ip, &tcp);
+            tcpa.update(frame, pkt.ts_ns, &asg, &tcp);
+            app.tcp(asg.stream, asg.dir, frame, pkt.ts_ns, &tcp);
         }
 
         if let Some(cb) = opts.progress.as_mut() {
-            if frame % 4096 == 0 {
+            if frame & 4095 == 0 {
                 let pos: u64 = merged.readers().iter().map(|r| r.position()).sum();
                 if pos >= next_progress {
                     next_progress = pos + opts.progress_interval;
@@ -137,7 +149,11 @@ pub fn analyze(paths: &[String], mut opts: AnalyzeOptions<'_>) -> Result<Analysi
         .counters()
         .summary()
         .into_iter()
-        .map(|(protocol, frames, bytes)| ProtocolCount { protocol, frames, bytes })
+        .map(|(protocol, frames, bytes)| ProtocolCount {
+            protocol,
+            frames,
+            bytes,
+        })
         .collect();
     Ok(Analysis {
         captures: summaries,
@@ -145,5 +161,10 @@ pub fn analyze(paths: &[String], mut opts: AnalyzeOptions<'_>) -> Result<Analysi
         warnings,
         frames: frame,
         conversations: convs,
+        tcp: tcpa.finish(),
+        transactions: {
+            app.finish();
+            app.log
+        },
     })
 }

@@ -7,9 +7,15 @@
 //! [`analyze`] and [`Analysis`].
 
 mod analysis;
+pub mod app;
 pub mod conversations;
 mod driver;
+pub mod reassembly;
+mod srt_table;
 mod tables;
+mod transaction_table;
+pub mod transactions;
+pub mod tcp;
 
 pub use analysis::{Analysis, CaptureSummary, ProtocolCount};
 pub use driver::{analyze, AnalyzeOptions, Progress};

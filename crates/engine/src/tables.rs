@@ -10,6 +10,7 @@ use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
 
 use crate::conversations::ConversationTable;
+use crate::tcp::TcpAnalysis;
 
 fn ts_type() -> DataType {
     DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into()))
@@ -114,8 +115,14 @@ pub(crate) fn conversations(t: &ConversationTable) -> RecordBatch {
         cols.push(Arc::new(b.finish()));
     }
     for (name, arr) in [
-        ("throughput_c2s_bps", Arc::new(tput_c2s.finish()) as ArrayRef),
-        ("throughput_s2c_bps", Arc::new(tput_s2c.finish()) as ArrayRef),
+        (
+            "throughput_c2s_bps",
+            Arc::new(tput_c2s.finish()) as ArrayRef,
+        ),
+        (
+            "throughput_s2c_bps",
+            Arc::new(tput_s2c.finish()) as ArrayRef,
+        ),
     ] {
         fields.push(Field::new(name, DataType::Float64, false));
         cols.push(arr);
@@ -125,5 +132,47 @@ pub(crate) fn conversations(t: &ConversationTable) -> RecordBatch {
         cols.push(Arc::new(b.finish()));
     }
     // The columns are built above with exactly these types and lengths.
-    RecordBatch::try_new(Arc::new(Schema::new(fields)), cols).expect("conversation columns match their schema")
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), cols)
+        .expect("conversation columns match their schema")
+}
+
+/// One row per flagged TCP frame and flag (Wireshark's `tcp.analysis.*`),
+/// in frame order; `direction` is relative to the conversation's client.
+pub(crate) fn tcp_events(t: &TcpAnalysis, convs: &ConversationTable) -> RecordBatch {
+    let events = t.events();
+    let n = events.len();
+    let mut frame = UInt64Builder::with_capacity(n);
+    let mut time = TimestampNanosecondBuilder::with_capacity(n).with_timezone("UTC");
+    let mut stream = UInt32Builder::with_capacity(n);
+    let mut direction = StringBuilder::with_capacity(n, n * 3);
+    let mut kind = StringBuilder::with_capacity(n, n * 14);
+    let mut detail = StringBuilder::with_capacity(n, n * 4);
+    for e in events {
+        frame.append_value(e.frame);
+        time.append_value(e.ts);
+        stream.append_value(e.stream);
+        let client = convs.get(e.stream).map_or(0, |c| c.client_direction().0);
+        direction.append_value(if e.dir == client { "c2s" } else { "s2c" });
+        kind.append_value(e.kind.name());
+        detail.append_value(e.detail_text());
+    }
+    let fields = vec![
+        Field::new("frame", DataType::UInt64, false),
+        Field::new("time", ts_type(), false),
+        Field::new("stream", DataType::UInt32, false),
+        Field::new("direction", DataType::Utf8, false),
+        Field::new("kind", DataType::Utf8, false),
+        Field::new("detail", DataType::Utf8, false),
+    ];
+    let cols: Vec<ArrayRef> = vec![
+        Arc::new(frame.finish()),
+        Arc::new(time.finish()),
+        Arc::new(stream.finish()),
+        Arc::new(direction.finish()),
+        Arc::new(kind.finish()),
+        Arc::new(detail.finish()),
+    ];
+    // The columns are built above with exactly these types and lengths.
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), cols)
+        .expect("tcp_events columns match their schema")
 }

@@ -149,6 +149,7 @@ fn analyze(
         let opts = AnalyzeOptions {
             progress: Some(&mut call),
             progress_interval: progress_interval_bytes.max(1 << 20),
+            decode_as: Vec::new(),
         };
         nastriage_engine::analyze(&paths, opts)
     });

@@ -1,0 +1,205 @@
+//! Service-response-time statistics over the transactions: the columns of
+//! tshark's `-z rpc,srt` / `-z smb2,srt` tables (calls, min, max, avg, sum)
+//! plus exact percentiles and a log2 latency histogram, per protocol,
+//! version and operation — and the same broken down by client, by server and
+//! by file or share.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use arrow_array::builder::{
+    Float64Builder, ListBuilder, StringBuilder, UInt32Builder, UInt64Builder,
+};
+use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_schema::{DataType, Field, Schema};
+
+use crate::conversations::ConversationTable;
+use crate::transactions::{Transaction, TransactionLog};
+
+/// Histogram buckets: bucket 0 holds SRT < 1 µs, bucket i (i ≥ 1) holds
+/// [2^(i-1), 2^i) µs; the last bucket is open-ended (≥ ~67 s).
+pub const HIST_BUCKETS: usize = 28;
+
+fn bucket(srt_ns: i64) -> usize {
+    let us = (srt_ns.max(0) / 1000) as u64;
+    if us == 0 {
+        0
+    } else {
+        ((64 - us.leading_zeros()) as usize).min(HIST_BUCKETS - 1)
+    }
+}
+
+/// Linear-interpolated percentile of sorted values (as numpy's default).
+fn percentile(sorted: &[i64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = p / 100.0 * (sorted.len() - 1) as f64;
+    let lo = rank.floor() as usize;
+    let hi = rank.ceil() as usize;
+    let frac = rank - lo as f64;
+    sorted[lo] as f64 + (sorted[hi] - sorted[lo]) as f64 * frac
+}
+
+#[derive(Default)]
+struct Group {
+    calls: u64,
+    errors: u64,
+    unanswered: u64,
+    srt: Vec<i64>,
+}
+
+type Key = (&'static str, &'static str, u32, String, u32, String);
+
+fn endpoint(t: &Transaction, convs: &ConversationTable, client: bool) -> String {
+    match convs.get(t.stream).filter(|_| t.transport == "tcp") {
+        Some(c) => {
+            let (cl, sv) = if t.request_dir == 0 { (c.a, c.b) } else { (c.b, c.a) };
+            let e = if client { cl } else { sv };
+            match e.0 {
+                std::net::IpAddr::V6(a) => format!("[{a}]:{}", e.1),
+                std::net::IpAddr::V4(a) => format!("{a}:{}", e.1),
+            }
+        }
+        None => format!("udp-flow-{}", t.stream),
+    }
+}
+
+pub(crate) fn srt(log: &TransactionLog, convs: &ConversationTable) -> RecordBatch {
+    let mut groups: BTreeMap<Key, Group> = BTreeMap::new();
+    for t in &log.transactions {
+        let keys: [(&'static str, String); 4] = [
+            ("op", String::new()),
+            ("client", endpoint(t, convs, true)),
+            ("server", endpoint(t, convs, false)),
+            (
+                "file",
+                t.file_name
+                    .clone()
+                    .or_else(|| t.share.clone())
+                    .unwrap_or_default(),
+            ),
+        ];
+        for (by, key) in keys {
+            if by == "file" && key.is_empty() {
+                continue;
+            }
+            let g = groups
+                .entry((by, t.protocol, t.version, t.op.clone(), t.op_code, key))
+                .or_default();
+            g.calls += 1;
+            match t.srt_ns() {
+                Some(s) => g.srt.push(s),
+                None => g.unanswered += 1,
+            }
+            if t.status.is_some_and(|s| s != 0) || t.rpc_status.is_some() {
+                g.errors += 1;
+            }
+        }
+    }
+    let n = groups.len();
+    let mut by = StringBuilder::with_capacity(n, n * 6);
+    let mut key = StringBuilder::with_capacity(n, n * 16);
+    let mut proto = StringBuilder::with_capacity(n, n * 4);
+    let mut version = UInt32Builder::with_capacity(n);
+    let mut op = StringBuilder::with_capacity(n, n * 8);
+    let mut code = UInt32Builder::with_capacity(n);
+    let mut calls = UInt64Builder::with_capacity(n);
+    let mut answered = UInt64Builder::with_capacity(n);
+    let mut unanswered = UInt64Builder::with_capacity(n);
+    let mut errors = UInt64Builder::with_capacity(n);
+    let mut f64s: Vec<Float64Builder> = (0..9).map(|_| Float64Builder::with_capacity(n)).collect();
+    let mut hist = ListBuilder::new(UInt64Builder::new());
+    for ((b, p, v, o, c, k), mut g) in groups {
+        by.append_value(b);
+        key.append_value(k);
+        proto.append_value(p);
+        version.append_value(v);
+        op.append_value(o);
+        code.append_value(c);
+        calls.append_value(g.calls);
+        answered.append_value(g.srt.len() as u64);
+        unanswered.append_value(g.unanswered);
+        errors.append_value(g.errors);
+        g.srt.sort_unstable();
+        let ms = |x: f64| x / 1e6;
+        let vals: [Option<f64>; 9] = if g.srt.is_empty() {
+            [None; 9]
+        } else {
+            let sum: i128 = g.srt.iter().map(|x| *x as i128).sum();
+            [
+                Some(ms(g.srt[0] as f64)),
+                Some(ms(g.srt[g.srt.len() - 1] as f64)),
+                Some(ms(sum as f64 / g.srt.len() as f64)),
+                Some(ms(sum as f64)),
+                Some(ms(percentile(&g.srt, 50.0))),
+                Some(ms(percentile(&g.srt, 90.0))),
+                Some(ms(percentile(&g.srt, 99.0))),
+                Some(ms(percentile(&g.srt, 99.9))),
+                Some(ms(percentile(&g.srt, 95.0))),
+            ]
+        };
+        for (b, v) in f64s.iter_mut().zip(vals) {
+            b.append_option(v);
+        }
+        let mut h = [0u64; HIST_BUCKETS];
+        for s in &g.srt {
+            h[bucket(*s)] += 1;
+        }
+        hist.values().append_slice(&h);
+        hist.append(true);
+    }
+    let mut fields = vec![
+        Field::new("breakdown", DataType::Utf8, false),
+        Field::new("key", DataType::Utf8, false),
+        Field::new("protocol", DataType::Utf8, false),
+        Field::new("version", DataType::UInt32, false),
+        Field::new("op", DataType::Utf8, false),
+        Field::new("code", DataType::UInt32, false),
+        Field::new("calls", DataType::UInt64, false),
+        Field::new("answered", DataType::UInt64, false),
+        Field::new("unanswered", DataType::UInt64, false),
+        Field::new("errors", DataType::UInt64, false),
+    ];
+    let mut cols: Vec<ArrayRef> = vec![
+        Arc::new(by.finish()),
+        Arc::new(key.finish()),
+        Arc::new(proto.finish()),
+        Arc::new(version.finish()),
+        Arc::new(op.finish()),
+        Arc::new(code.finish()),
+        Arc::new(calls.finish()),
+        Arc::new(answered.finish()),
+        Arc::new(unanswered.finish()),
+        Arc::new(errors.finish()),
+    ];
+    let names = [
+        "min_ms", "max_ms", "avg_ms", "sum_ms", "p50_ms", "p90_ms", "p99_ms", "p99_9_ms", "p95_ms",
+    ];
+    for (name, mut b) in names.iter().zip(f64s) {
+        fields.push(Field::new(*name, DataType::Float64, true));
+        cols.push(Arc::new(b.finish()));
+    }
+    let h = hist.finish();
+    fields.push(Field::new("histogram_log2_us", h.data_type().clone(), false));
+    cols.push(Arc::new(h));
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), cols).expect("srt columns match their schema")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_and_percentiles() {
+        assert_eq!(bucket(500), 0);
+        assert_eq!(bucket(1_000), 1);
+        assert_eq!(bucket(1_999), 1);
+        assert_eq!(bucket(2_000), 2);
+        assert_eq!(bucket(i64::MAX), HIST_BUCKETS - 1);
+        let v = [1, 2, 3, 4, 5];
+        assert_eq!(percentile(&v, 50.0), 3.0);
+        assert_eq!(percentile(&v, 100.0), 5.0);
+        assert_eq!(percentile(&v, 90.0), 4.6);
+    }
+}

@@ -1,0 +1,127 @@
+//! Request/reply transactions of the storage protocols (NFS and the other
+//! ONC RPC programs, SMB2/3), one record per request, built by the stream
+//! parsers in `app/` and turned into the `transactions` table.
+
+/// Where a PDU lies in the capture: the frames (and their times) holding its
+/// first and its last byte. Wireshark dissects a PDU in the frame of its last
+/// byte; the first byte tells when the sender started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PduSpan {
+    pub first_frame: u64,
+    pub first_ts: i64,
+    pub last_frame: u64,
+    pub last_ts: i64,
+    /// Length of the PDU on the wire (record / message length), bytes.
+    pub bytes: u64,
+    /// Every byte the parser needed (headers) was captured; false when the
+    /// PDU was cut by the snaplen or crossed a gap in the capture.
+    pub complete: bool,
+}
+
+/// One request and, when seen, its reply.
+#[derive(Debug, Clone, Default)]
+pub struct Transaction {
+    /// "nfs", "mount", "portmap", "nfsacl", "nlm", "rpc" (other programs), "smb2".
+    pub protocol: &'static str,
+    /// NFS version (2, 3, 4), RPC program version, or SMB dialect major (2, 3).
+    pub version: u32,
+    /// Minor version: NFSv4 minor version; SMB dialect revision (e.g. 0x0311).
+    pub minor_version: u32,
+    /// Operation name as tshark shows it (e.g. "READ", "GETATTR", "Create").
+    pub op: String,
+    /// NFS procedure / NFSv4 operation number / SMB2 command code.
+    pub op_code: u32,
+    /// RPC program number (0 for SMB).
+    pub program: u32,
+    /// tcp.stream (or the UDP flow index for RPC over UDP).
+    pub stream: u32,
+    /// Transport: "tcp" or "udp".
+    pub transport: &'static str,
+    /// Direction (0 or 1, in the conversation's a→b terms) of the request.
+    pub request_dir: u8,
+    /// RPC XID or SMB2 MessageId.
+    pub id: u64,
+    pub request: PduSpan,
+    pub reply: Option<PduSpan>,
+    /// SMB2: time of an interim (STATUS_PENDING) response.
+    pub interim_ts: Option<i64>,
+    /// The same request (same XID / MessageId) seen again before its reply.
+    pub retransmissions: u32,
+    pub offset: Option<u64>,
+    /// Bytes requested (READ count, WRITE data length, ...).
+    pub count: Option<u64>,
+    /// Bytes the reply says it transferred (READ data length, WRITE count).
+    pub reply_count: Option<u64>,
+    /// NFS status / SMB NTSTATUS (None until a reply is seen, or if the RPC
+    /// layer itself failed: see `rpc_status`).
+    pub status: Option<u32>,
+    pub status_name: Option<String>,
+    /// RPC accept/reject status when not SUCCESS (e.g. "PROC_UNAVAIL").
+    pub rpc_status: Option<String>,
+    /// File handle (NFS) or FileId (SMB2), as raw bytes.
+    pub file_handle: Option<Vec<u8>>,
+    /// File name, from the request itself or mapped from the handle.
+    pub file_name: Option<String>,
+    /// SMB2 share (\\server\share) from TREE_CONNECT, by TreeId.
+    pub share: Option<String>,
+    /// NFS WRITE stable_how / committed; SMB2: unused.
+    pub stable: Option<u32>,
+    pub committed: Option<u32>,
+    pub eof: Option<bool>,
+    /// SMB2 credits: charge and request on the request, grant on the reply.
+    pub credit_charge: Option<u16>,
+    pub credit_request: Option<u16>,
+    pub credit_grant: Option<u16>,
+    /// NFSv4.1 SEQUENCE: slot id, highest slot id; target highest slot id
+    /// from the reply.
+    pub slot: Option<u32>,
+    pub highest_slot: Option<u32>,
+    pub target_highest_slot: Option<u32>,
+    /// NFSv4.1 session id (16 bytes), SMB2 SessionId (8 bytes).
+    pub session: Option<Vec<u8>>,
+    /// NFSv4: all operations of the COMPOUND, "SEQUENCE,PUTFH,READ".
+    pub compound_ops: Option<String>,
+    /// Authentication: RPC auth flavour name, SMB "signed"/"encrypted".
+    pub auth: Option<&'static str>,
+    /// Also set for PDUs the parser could not fully decode (why).
+    pub note: Option<String>,
+}
+
+impl Transaction {
+    /// Service response time as Wireshark computes it: the frame in which
+    /// the reply is dissected minus the frame in which the request is
+    /// (each PDU is dissected in the frame holding its last byte).
+    pub fn srt_ns(&self) -> Option<i64> {
+        self.reply.map(|r| r.last_ts - self.request.last_ts)
+    }
+
+    /// Time the server held the request: last request byte seen to first
+    /// reply byte seen.
+    pub fn server_time_ns(&self) -> Option<i64> {
+        self.reply.map(|r| r.first_ts - self.request.last_ts)
+    }
+}
+
+/// An unmatched reply (its request was not captured).
+#[derive(Debug, Clone, Default)]
+pub struct OrphanReply {
+    pub protocol: &'static str,
+    pub stream: u32,
+    pub id: u64,
+    pub reply: PduSpan,
+    pub status: Option<u32>,
+}
+
+/// Where the parsers put what they find.
+#[derive(Debug, Default)]
+pub struct TransactionLog {
+    pub transactions: Vec<Transaction>,
+    pub orphan_replies: Vec<OrphanReply>,
+    /// Encrypted SMB3 messages, compressed messages, SMB1 messages, by stream.
+    pub encrypted_messages: u64,
+    pub compressed_messages: u64,
+    pub smb1_messages: u64,
+    /// Times a parser lost its place and had to resynchronise.
+    pub resyncs: u64,
+    pub warnings: Vec<String>,
+}
