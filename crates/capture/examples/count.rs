@@ -19,7 +19,12 @@ fn main() {
                     }
                 }
                 let w: Vec<String> = r.warnings().iter().map(|w| w.to_string()).collect();
-                println!("{path}\t{n}\t{:?}\t{}\t{}", err.map(|e| e.to_string()), r.info().format.describe(), w.join("; "));
+                println!(
+                    "{path}\t{n}\t{:?}\t{}\t{}",
+                    err.map(|e| e.to_string()),
+                    r.info().format.describe(),
+                    w.join("; ")
+                );
             }
         }
     }

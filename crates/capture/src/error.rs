@@ -21,7 +21,11 @@ impl CaptureError {
 
 impl fmt::Display for CaptureError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: byte offset {}: {}", self.path, self.offset, self.message)
+        write!(
+            f,
+            "{}: byte offset {}: {}",
+            self.path, self.offset, self.message
+        )
     }
 }
 
@@ -37,6 +41,10 @@ pub struct Warning {
 
 impl fmt::Display for Warning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: byte offset {}: {}", self.path, self.offset, self.message)
+        write!(
+            f,
+            "{}: byte offset {}: {}",
+            self.path, self.offset, self.message
+        )
     }
 }

@@ -56,8 +56,16 @@ impl FileFormat {
                 version_minor,
             } => format!(
                 "pcap ({}, {}{}, v{}.{})",
-                if *big_endian { "big-endian" } else { "little-endian" },
-                if *nanosecond { "nanosecond" } else { "microsecond" },
+                if *big_endian {
+                    "big-endian"
+                } else {
+                    "little-endian"
+                },
+                if *nanosecond {
+                    "nanosecond"
+                } else {
+                    "microsecond"
+                },
                 if *modified { ", modified" } else { "" },
                 version_major,
                 version_minor

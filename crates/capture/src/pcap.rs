@@ -1,7 +1,6 @@
-//! Classic libpcap files, through `pcap-parser`'s record parsers.
-
-use pcap_parser::pcap::{parse_pcap_frame, parse_pcap_frame_be, parse_pcap_frame_modified};
-use pcap_parser::{parse_pcap_header, LegacyPcapBlock};
+//! Classic libpcap files. The header and records are decoded here rather
+//! than with `pcap-parser`, whose parsers know neither the big-endian
+//! modified (Kuznetsov) magic nor big-endian 24-byte modified records.
 
 use crate::error::CaptureError;
 use crate::format::FileFormat;
@@ -18,6 +17,9 @@ pub(crate) struct PcapState {
 }
 
 const FILE_HEADER_LEN: usize = 24;
+const MAGIC_USEC: u32 = 0xa1b2_c3d4;
+const MAGIC_NSEC: u32 = 0xa1b2_3c4d;
+const MAGIC_MODIFIED: u32 = 0xa1b2_cd34;
 
 impl PcapState {
     pub(crate) fn open(src: &mut Source, path: &str) -> Result<Self, CaptureError> {
@@ -31,19 +33,42 @@ impl PcapState {
                 format!("pcap file header truncated ({avail} of 24 bytes)"),
             ));
         }
-        let (_, hdr) = parse_pcap_header(src.window())
-            .map_err(|_| CaptureError::new(path, 0, "invalid pcap file header"))?;
-        if hdr.version_major != 2 {
+        let w = src.window();
+        let magic_le = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+        let (big_endian, magic) = match magic_le {
+            MAGIC_USEC | MAGIC_NSEC | MAGIC_MODIFIED => (false, magic_le),
+            m if matches!(m.swap_bytes(), MAGIC_USEC | MAGIC_NSEC | MAGIC_MODIFIED) => {
+                (true, m.swap_bytes())
+            }
+            _ => return Err(CaptureError::new(path, 0, "invalid pcap file header")),
+        };
+        let u16_at = |i: usize| {
+            let b = [w[i], w[i + 1]];
+            if big_endian {
+                u16::from_be_bytes(b)
+            } else {
+                u16::from_le_bytes(b)
+            }
+        };
+        let u32_at = |i: usize| {
+            let b = [w[i], w[i + 1], w[i + 2], w[i + 3]];
+            if big_endian {
+                u32::from_be_bytes(b)
+            } else {
+                u32::from_le_bytes(b)
+            }
+        };
+        let (version_major, version_minor) = (u16_at(4), u16_at(6));
+        if version_major != 2 {
             return Err(CaptureError::new(
                 path,
                 4,
                 format!(
-                    "unsupported pcap version {}.{} (only 2.x exists)",
-                    hdr.version_major, hdr.version_minor
+                    "unsupported pcap version {version_major}.{version_minor} (only 2.x exists)"
                 ),
             ));
         }
-        let network = hdr.network.0 as u32;
+        let network = u32_at(20);
         // Bits 16..25 of the link-type field are reserved and must be zero
         // (the upper bits carry the FCS length).
         if network & 0x03FF_0000 != 0 {
@@ -53,18 +78,19 @@ impl PcapState {
                 format!("link-type field 0x{network:08x} has reserved bits set"),
             ));
         }
-        let modified = hdr.is_modified_format();
+        let modified = magic == MAGIC_MODIFIED;
+        let nanosecond = magic == MAGIC_NSEC;
         let state = PcapState {
-            big_endian: hdr.is_bigendian(),
-            nanosecond: hdr.is_nanosecond_precision(),
+            big_endian,
+            nanosecond,
             modified,
             linktype: network & 0xFFFF,
             format: FileFormat::Pcap {
-                big_endian: hdr.is_bigendian(),
-                nanosecond: hdr.is_nanosecond_precision(),
+                big_endian,
+                nanosecond,
                 modified,
-                version_major: hdr.version_major,
-                version_minor: hdr.version_minor,
+                version_major,
+                version_minor,
             },
         };
         src.consume(FILE_HEADER_LEN);
@@ -105,36 +131,23 @@ impl PcapState {
                 format!("packet record claims {caplen} captured bytes (corrupt record)"),
             ));
         }
+        let (ts_sec, ts_frac, origlen) = (word(0), word(4), word(12));
         match fetch(src, path, hdr_len + caplen, "packet record", sink)? {
             Fetch::Ready(_) => {}
             Fetch::End => return Ok(None),
         }
-        let window = src.window();
-        let parsed = if self.modified {
-            parse_pcap_frame_modified(window)
-        } else if self.big_endian {
-            parse_pcap_frame_be(window)
-        } else {
-            parse_pcap_frame(window)
-        };
-        let block: LegacyPcapBlock = match parsed {
-            Ok((_, b)) => b,
-            Err(_) => {
-                return Err(CaptureError::new(path, offset, "unparseable packet record"));
-            }
-        };
         let frac = if self.nanosecond {
-            block.ts_usec as i64
+            ts_frac as i64
         } else {
-            block.ts_usec as i64 * 1000
+            ts_frac as i64 * 1000
         };
         let rec = Record {
             buf_index: src.pos() + hdr_len,
             len: caplen,
-            ts_ns: block.ts_sec as i64 * 1_000_000_000 + frac,
+            ts_ns: ts_sec as i64 * 1_000_000_000 + frac,
             linktype: self.linktype,
             interface: 0,
-            orig_len: block.origlen,
+            orig_len: origlen,
             offset,
         };
         src.consume(hdr_len + caplen);

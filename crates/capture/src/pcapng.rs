@@ -3,7 +3,7 @@
 //! before any buffering so that a corrupt length is an error, not an
 //! allocation.
 
-use pcap_parser::pcapng::{parse_block_be, parse_block_le, Block};
+use pcap_parser::pcapng::{parse_block_be, parse_block_le, Block, OptionCode};
 use pcap_parser::traits::PcapNGPacketBlock;
 
 use crate::error::CaptureError;
@@ -68,7 +68,10 @@ impl PcapNgState {
             let offset = src.offset();
             match fetch(src, path, 12, "pcapng block header", sink)? {
                 Fetch::Ready(_) => {}
-                Fetch::End => return Ok(None),
+                Fetch::End => {
+                    self.warn_if_no_interface(src, path, sink);
+                    return Ok(None);
+                }
             }
             let w = src.window();
             let raw_type = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
@@ -94,11 +97,13 @@ impl PcapNgState {
             }
             let block_type = self.u32_at(w, 0);
             let block_len = self.u32_at(w, 4) as usize;
-            if block_len < 12 || block_len % 4 != 0 || block_len > MAX_RECORD_LEN {
+            if block_len < 12 || !block_len.is_multiple_of(4) || block_len > MAX_RECORD_LEN {
                 return Err(CaptureError::new(
                     path,
                     offset,
-                    format!("pcapng block of type 0x{block_type:08x} has invalid length {block_len}"),
+                    format!(
+                        "pcapng block of type 0x{block_type:08x} has invalid length {block_len}"
+                    ),
                 ));
             }
             match fetch(src, path, block_len, "pcapng block", sink)? {
@@ -112,7 +117,10 @@ impl PcapNgState {
                         format!("pcapng section header block truncated or with insane length {block_len}"),
                     ));
                 }
-                Fetch::End => return Ok(None),
+                Fetch::End => {
+                    self.warn_if_no_interface(src, path, sink);
+                    return Ok(None);
+                }
             }
             let window = &src.window()[..block_len];
             let base = window.as_ptr() as usize;
@@ -127,7 +135,9 @@ impl PcapNgState {
                     return Err(CaptureError::new(
                         path,
                         offset,
-                        format!("malformed pcapng block of type 0x{block_type:08x} (length {block_len})"),
+                        format!(
+                        "malformed pcapng block of type 0x{block_type:08x} (length {block_len})"
+                    ),
                     ))
                 }
             };
@@ -138,11 +148,16 @@ impl PcapNgState {
                     self.interfaces.clear();
                 }
                 Block::InterfaceDescription(idb) => {
-                    let units_per_sec = idb.ts_resolution().filter(|u| *u > 0).ok_or_else(|| {
+                    // Not `idb.ts_resolution()`: pcap-parser 0.17 rejects
+                    // every binary (2^-n) resolution.
+                    let units_per_sec = ts_resolution(idb.if_tsresol).ok_or_else(|| {
                         CaptureError::new(
                             path,
                             offset,
-                            format!("interface has an unusable if_tsresol 0x{:02x}", idb.if_tsresol),
+                            format!(
+                                "interface has an unusable if_tsresol 0x{:02x}",
+                                idb.if_tsresol
+                            ),
                         )
                     })?;
                     let linktype = idb.linktype.0 as u32;
@@ -153,7 +168,7 @@ impl PcapNgState {
                         linktype,
                         snaplen: idb.snaplen,
                         units_per_sec,
-                        offset_s: idb.if_tsoffset,
+                        offset_s: self.tsoffset(&idb.options),
                     });
                 }
                 Block::EnhancedPacket(epb) => {
@@ -192,7 +207,11 @@ impl PcapNgState {
                     // ts_low, caplen, len, data.
                     let d = ub.data;
                     if d.len() < 20 {
-                        return Err(CaptureError::new(path, offset, "truncated obsolete packet block"));
+                        return Err(CaptureError::new(
+                            path,
+                            offset,
+                            "truncated obsolete packet block",
+                        ));
                     }
                     let if_id = if self.big_endian {
                         u16::from_be_bytes([d[0], d[1]])
@@ -227,6 +246,38 @@ impl PcapNgState {
         }
     }
 
+    /// if_tsoffset in the section's byte order (pcap-parser 0.17 always
+    /// reads it little-endian).
+    fn tsoffset(&self, options: &[pcap_parser::pcapng::PcapNGOption<'_>]) -> i64 {
+        options
+            .iter()
+            .rev()
+            .find(|o| o.code == OptionCode::IfTsoffset && o.value.len() >= 8)
+            .map(|o| {
+                let b: [u8; 8] = o.value[..8].try_into().unwrap_or([0; 8]);
+                if self.big_endian {
+                    i64::from_be_bytes(b)
+                } else {
+                    i64::from_le_bytes(b)
+                }
+            })
+            .unwrap_or(0)
+    }
+
+    /// A file whose sections declare no interface holds no packets at all;
+    /// say so rather than end silently.
+    fn warn_if_no_interface(&self, src: &Source, path: &str, sink: &mut Sink) {
+        if self.sections > 0 && self.linktypes.is_empty() {
+            sink.push(crate::error::Warning {
+                path: path.to_string(),
+                offset: src.offset(),
+                message:
+                    "pcapng file declares no interface description block, so it holds no packets"
+                        .into(),
+            });
+        }
+    }
+
     fn interface(&self, id: u32, path: &str, offset: u64) -> Result<&Interface, CaptureError> {
         self.interfaces.get(id as usize).ok_or_else(|| {
             CaptureError::new(
@@ -238,5 +289,16 @@ impl PcapNgState {
                 ),
             )
         })
+    }
+}
+
+/// Timestamp units per second for an if_tsresol value: 10^n, or 2^n when
+/// the top bit is set; `None` when it does not fit in 64 bits.
+fn ts_resolution(tsresol: u8) -> Option<u64> {
+    let exp = u32::from(tsresol & 0x7f);
+    if tsresol & 0x80 == 0 {
+        10u64.checked_pow(exp)
+    } else {
+        1u64.checked_shl(exp).filter(|_| exp < 64)
     }
 }

@@ -94,16 +94,25 @@ impl CaptureReader {
         if path == "-" {
             return Self::from_reader("-", Box::new(io::stdin()));
         }
-        let file = File::open(path).map_err(|e| CaptureError::new(path, 0, format!("cannot open: {e}")))?;
+        let file = File::open(path)
+            .map_err(|e| CaptureError::new(path, 0, format!("cannot open: {e}")))?;
         if file.metadata().map(|m| m.is_dir()).unwrap_or(false) {
-            return Err(CaptureError::new(path, 0, "is a directory, not a capture file"));
+            return Err(CaptureError::new(
+                path,
+                0,
+                "is a directory, not a capture file",
+            ));
         }
-        Self::from_reader(path, Box::new(io::BufReader::with_capacity(READ_CHUNK, file)))
+        Self::from_reader(
+            path,
+            Box::new(io::BufReader::with_capacity(READ_CHUNK, file)),
+        )
     }
 
     /// Read a capture from any byte stream; `name` is used in messages.
     pub fn from_reader(name: &str, mut reader: Box<dyn Read + Send>) -> Result<Self, CaptureError> {
-        let magic = read_prefix(&mut reader, 8).map_err(|e| CaptureError::new(name, 0, format!("read error: {e}")))?;
+        let magic = read_prefix(&mut reader, 8)
+            .map_err(|e| CaptureError::new(name, 0, format!("read error: {e}")))?;
         let compression = Compression::sniff(&magic);
         let src = match compression {
             Compression::None => Source::with_prefix(reader, magic),
@@ -121,10 +130,14 @@ impl CaptureReader {
         Self::from_source(name, src, compression)
     }
 
-    fn from_source(name: &str, mut src: Source, compression: Compression) -> Result<Self, CaptureError> {
-        let avail = src
-            .fill(8)
-            .map_err(|e| CaptureError::new(name, 0, format!("read error ({}): {e}", compression.name())))?;
+    fn from_source(
+        name: &str,
+        mut src: Source,
+        compression: Compression,
+    ) -> Result<Self, CaptureError> {
+        let avail = src.fill(8).map_err(|e| {
+            CaptureError::new(name, 0, format!("read error ({}): {e}", compression.name()))
+        })?;
         let head = src.window();
         if avail == 0 {
             return Err(CaptureError::new(name, 0, "empty file, not a capture"));
@@ -132,7 +145,10 @@ impl CaptureReader {
         let (kind, format) = if head.len() >= 4 && head[..4] == PCAPNG_MAGIC {
             (Kind::PcapNg(PcapNgState::open()), FileFormat::PcapNg)
         } else if head.len() >= 8 && &head[..8] == SNOOP_MAGIC {
-            (Kind::Snoop(SnoopState::open(&mut src, name)?), FileFormat::Snoop)
+            (
+                Kind::Snoop(SnoopState::open(&mut src, name)?),
+                FileFormat::Snoop,
+            )
         } else if head.len() >= 4 && is_pcap_magic(&head[..4]) {
             let st = PcapState::open(&mut src, name)?;
             let f = st.format;
@@ -197,7 +213,10 @@ impl CaptureReader {
     /// `advance` returned `Ok(true)`.
     #[inline]
     pub fn packet(&self) -> Packet<'_> {
-        let rec = self.cur.as_ref().expect("packet() called without a current packet");
+        let rec = self
+            .cur
+            .as_ref()
+            .expect("packet() called without a current packet");
         self.packet_of(rec)
     }
 

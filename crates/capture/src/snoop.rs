@@ -81,7 +81,9 @@ impl SnoopState {
             return Err(CaptureError::new(
                 path,
                 offset,
-                format!("snoop record length {rec_len} does not hold its {incl_len} captured bytes"),
+                format!(
+                    "snoop record length {rec_len} does not hold its {incl_len} captured bytes"
+                ),
             ));
         }
         match fetch(src, path, rec_len, "snoop record", sink)? {

@@ -23,9 +23,11 @@ impl Source {
 
     /// A source whose first bytes were already read (format sniffing).
     pub(crate) fn with_prefix(reader: Box<dyn Read + Send>, prefix: Vec<u8>) -> Self {
-        let mut buf = prefix;
-        let end = buf.len();
-        buf.resize(INITIAL_CAPACITY.max(end), 0);
+        let end = prefix.len();
+        // `vec![0; n]` is a zeroed allocation (calloc): pages are only
+        // touched when data arrives, unlike `resize`.
+        let mut buf = vec![0u8; INITIAL_CAPACITY.max(end)];
+        buf[..end].copy_from_slice(&prefix);
         Self {
             reader,
             buf,
@@ -66,12 +68,14 @@ impl Source {
             self.end -= self.pos;
             self.pos = 0;
         }
-        if self.buf.len() < need {
-            // Grow geometrically; callers bound `need` by MAX_RECORD_LEN.
-            let new_len = need.max(self.buf.len() * 2);
-            self.buf.resize(new_len, 0);
-        }
         while self.end < need {
+            if self.end == self.buf.len() {
+                // Grow geometrically, and only once the data arrives: a
+                // corrupt length (callers bound `need` by MAX_RECORD_LEN)
+                // in a short file must not cost a huge zeroed allocation.
+                let new_len = need.min(self.buf.len().max(4096) * 2);
+                self.buf.resize(new_len, 0);
+            }
             match self.reader.read(&mut self.buf[self.end..]) {
                 Ok(0) => {
                     self.eof = true;

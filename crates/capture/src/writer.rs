@@ -20,7 +20,11 @@ impl<W: Write> PcapWriter<W> {
         out.write_all(&0u32.to_le_bytes())?;
         out.write_all(&snaplen.to_le_bytes())?;
         out.write_all(&linktype.to_le_bytes())?;
-        Ok(Self { out, nanosecond, snaplen })
+        Ok(Self {
+            out,
+            nanosecond,
+            snaplen,
+        })
     }
 
     /// Write one packet; it is cut to the snaplen, keeping its wire length.
@@ -62,7 +66,10 @@ impl<W: Write> PcapNgWriter<W> {
         out.write_all(&0u16.to_le_bytes())?;
         out.write_all(&(-1i64).to_le_bytes())?;
         out.write_all(&28u32.to_le_bytes())?;
-        Ok(Self { out, snaplens: Vec::new() })
+        Ok(Self {
+            out,
+            snaplens: Vec::new(),
+        })
     }
 
     /// Declare an interface; returns its id.
@@ -85,7 +92,11 @@ impl<W: Write> PcapNgWriter<W> {
 
     /// Write an Enhanced Packet Block on interface `if_id`.
     pub fn write(&mut self, if_id: u32, ts_ns: i64, data: &[u8]) -> io::Result<()> {
-        let snap = self.snaplens.get(if_id as usize).copied().unwrap_or(u32::MAX) as usize;
+        let snap = self
+            .snaplens
+            .get(if_id as usize)
+            .copied()
+            .unwrap_or(u32::MAX) as usize;
         let cap = data.len().min(snap);
         let len = (32 + cap + pad4(cap)) as u32;
         let ts = ts_ns as u64;

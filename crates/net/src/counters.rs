@@ -146,7 +146,13 @@ impl ProtoCounters {
         let mut v: Vec<(String, u64, u64)> = Proto::ALL
             .iter()
             .filter(|p| self.fixed[**p as usize].0 > 0)
-            .map(|p| (p.name().to_string(), self.fixed[*p as usize].0, self.fixed[*p as usize].1))
+            .map(|p| {
+                (
+                    p.name().to_string(),
+                    self.fixed[*p as usize].0,
+                    self.fixed[*p as usize].1,
+                )
+            })
             .chain(self.other.iter().map(|(k, (f, b))| (k.name(), *f, *b)))
             .collect();
         v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));

@@ -124,7 +124,8 @@ impl Defragmenter {
             Some(i) => i,
             None => {
                 while self.pending.len() >= self.limits.max_pending
-                    || (self.buffered + end as usize > self.limits.max_bytes && !self.pending.is_empty())
+                    || (self.buffered + end as usize > self.limits.max_bytes
+                        && !self.pending.is_empty())
                 {
                     // Evict the oldest.
                     let oldest = self
@@ -138,6 +139,9 @@ impl Defragmenter {
                     self.recycle(p.buf);
                 }
                 let buf = self.spare.pop().unwrap_or_default();
+                // A recycled buffer's capacity is released by `drop_at`, so
+                // it must be counted when taken, not only its growth.
+                self.buffered += buf.capacity();
                 self.pending.push(Pending {
                     key,
                     first_ts: ts_ns,

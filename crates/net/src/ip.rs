@@ -3,7 +3,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use etherparse::{Ipv4HeaderSlice, Ipv6ExtensionSlice, Ipv6ExtensionsSlice, Ipv6HeaderSlice};
+use etherparse::{Ipv4HeaderSlice, Ipv6ExtensionsSlice, Ipv6FragmentHeaderSlice, Ipv6HeaderSlice};
 
 use crate::counters::{Proto, ProtoCounters};
 use crate::defrag::{Defragmenter, FragKey};
@@ -69,7 +69,14 @@ fn ipv4<'a>(
             id: info.id,
             proto: info.proto,
         };
-        let whole = defrag.add(key, ts_ns, frag_off, h.more_fragments(), payload, payload_wire);
+        let whole = defrag.add(
+            key,
+            ts_ns,
+            frag_off,
+            h.more_fragments(),
+            payload,
+            payload_wire,
+        );
         out.ip = Some(info);
         if let Some(d) = whole {
             info.payload_len = d.len() as u32;
@@ -101,9 +108,20 @@ fn ipv6<'a>(
     // Payload length 0: jumbogram or TSO; use what was captured.
     let plen = if plen == 0 { rest.len() } else { plen };
     let rest = &rest[..rest.len().min(plen)];
-    let Ok((exts, proto, after)) = Ipv6ExtensionsSlice::from_slice(h.next_header(), rest) else {
-        c.add(Proto::MalformedIp, wire);
-        return;
+    // A fragmenting Fragment header ends the unfragmentable part: in later
+    // fragments what follows it is data (not headers), and in the first one
+    // any headers after it belong to the reassembled payload, whose offsets
+    // count from right after the Fragment header.
+    let frag = fragment_header(h.next_header().0, rest);
+    let (proto, after) = match &frag {
+        Some((end, f)) => (f.next_header(), &rest[*end..]),
+        None => match Ipv6ExtensionsSlice::from_slice(h.next_header(), rest) {
+            Ok((_, proto, after)) => (proto, after),
+            Err(_) => {
+                c.add(Proto::MalformedIp, wire);
+                return;
+            }
+        },
     };
     let ext_len = rest.len() - after.len();
     let payload_wire = plen.saturating_sub(ext_len) as u32;
@@ -118,11 +136,7 @@ fn ipv6<'a>(
         dont_fragment: false,
         reassembled: false,
     };
-    let frag = exts.clone().into_iter().find_map(|e| match e {
-        Ipv6ExtensionSlice::Fragment(f) => Some(f),
-        _ => None,
-    });
-    if let Some(f) = frag.filter(|f| f.is_fragmenting_payload()) {
+    if let Some((_, f)) = frag {
         c.add(Proto::IpFragment, wire);
         info.id = f.identification();
         let key = FragKey {
@@ -136,10 +150,19 @@ fn ipv6<'a>(
         let whole = defrag.add(key, ts_ns, off, f.more_fragments(), after, payload_wire);
         out.ip = Some(info);
         if let Some(d) = whole {
+            // Extension headers after the Fragment header (destination
+            // options, ...) begin the reassembled payload.
+            let Ok((_, inner, d)) = Ipv6ExtensionsSlice::from_slice(proto, d) else {
+                c.add(Proto::MalformedIp, wire);
+                return;
+            };
+            info.proto = inner.0;
             info.payload_len = d.len() as u32;
             info.reassembled = true;
             out.ip = Some(info);
-            out.transport = transport::decode(info.proto, d, d.len() as u32, wire, c);
+            if inner.0 != 59 {
+                out.transport = transport::decode(info.proto, d, d.len() as u32, wire, c);
+            }
         }
         return;
     }
@@ -150,4 +173,32 @@ fn ipv6<'a>(
     } else {
         transport::decode(info.proto, after, payload_wire, wire, c)
     };
+}
+
+/// The first Fragment header that fragments the payload, behind the
+/// extension headers that precede it, with the offset just past it. `None`
+/// when there is none, or when the headers before it are cut or malformed.
+fn fragment_header(first: u8, rest: &[u8]) -> Option<(usize, Ipv6FragmentHeaderSlice<'_>)> {
+    let (mut next, mut at) = (first, 0usize);
+    loop {
+        let len = match next {
+            // Hop-by-hop, routing, destination options: 8-octet units.
+            0 | 43 | 60 => (usize::from(*rest.get(at + 1)?) + 1) * 8,
+            // Authentication header: 4-octet units.
+            51 => (usize::from(*rest.get(at + 1)?) + 2) * 4,
+            44 => {
+                let f = Ipv6FragmentHeaderSlice::from_slice(rest.get(at..)?).ok()?;
+                if f.is_fragmenting_payload() {
+                    return Some((at + 8, f));
+                }
+                8
+            }
+            _ => return None,
+        };
+        next = *rest.get(at)?;
+        at += len;
+        if at > rest.len() {
+            return None;
+        }
+    }
 }

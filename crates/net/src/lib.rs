@@ -144,11 +144,23 @@ impl Decoder {
             transport: Transport::None,
             vlan_depth: 0,
         };
-        let Some(net) = link::strip(pkt.linktype, pkt.data, wire, &mut self.counters, &mut out.vlan_depth)
-        else {
+        let Some(net) = link::strip(
+            pkt.linktype,
+            pkt.data,
+            wire,
+            &mut self.counters,
+            &mut out.vlan_depth,
+        ) else {
             return out;
         };
-        ip::decode(net, pkt.ts_ns, wire, &mut self.counters, &mut self.defrag, &mut out);
+        ip::decode(
+            net,
+            pkt.ts_ns,
+            wire,
+            &mut self.counters,
+            &mut self.defrag,
+            &mut out,
+        );
         out
     }
 

@@ -70,11 +70,12 @@ pub(crate) fn strip<'a>(
                 return None;
             }
             c.add(Proto::Null, wire);
-            // NULL is in the capturing host's byte order, LOOP in network
-            // order; address families are small, so either order is clear.
-            let le = u32::from_le_bytes([data[0], data[1], data[2], data[3]]);
-            let be = u32::from_be_bytes([data[0], data[1], data[2], data[3]]);
-            let af = if le < 256 { le } else { be };
+            let af = null_family([data[0], data[1], data[2], data[3]]);
+            if af > 1500 {
+                // Some systems put an Ethernet type there (as Wireshark
+                // accepts).
+                return ethertype_payload(af as u16, &data[4..], wire, c, vlan_depth);
+            }
             match af {
                 2 => ip_payload(4, &data[4..], wire, c),
                 10 | 24 | 28 | 30 => ip_payload(6, &data[4..], wire, c),
@@ -84,7 +85,11 @@ pub(crate) fn strip<'a>(
                 }
             }
         }
-        linktype::RAW | linktype::RAW_BSD | linktype::RAW_OPENBSD | linktype::IPV4 | linktype::IPV6 => {
+        linktype::RAW
+        | linktype::RAW_BSD
+        | linktype::RAW_OPENBSD
+        | linktype::IPV4
+        | linktype::IPV6 => {
             c.add(Proto::RawIp, wire);
             match data.first().map(|b| b >> 4) {
                 Some(4) => ip_payload(4, data, wire, c),
@@ -102,7 +107,30 @@ pub(crate) fn strip<'a>(
     }
 }
 
-fn ip_payload<'a>(version: u8, data: &'a [u8], _wire: u64, _c: &mut ProtoCounters) -> Option<NetSlice<'a>> {
+/// The NULL/LOOP header value, as Wireshark reads it: NULL is in the
+/// capturing host's byte order and LOOP in network order, some systems put
+/// a 16-bit family in the first two bytes, and values above 1500 are
+/// Ethernet types.
+fn null_family(b: [u8; 4]) -> u32 {
+    let mut h = u32::from_le_bytes(b);
+    if h & 0xFFFF_0000 != 0 {
+        if h & 0xFF00_0000 == 0 && h & 0x00FF_0000 < 0x0006_0000 {
+            h >>= 16;
+        } else {
+            h = h.swap_bytes();
+        }
+    } else if h & 0xFF == 0 && h & 0xFF00 < 0x0600 {
+        h = u32::from((h as u16).swap_bytes());
+    }
+    h
+}
+
+fn ip_payload<'a>(
+    version: u8,
+    data: &'a [u8],
+    _wire: u64,
+    _c: &mut ProtoCounters,
+) -> Option<NetSlice<'a>> {
     Some(NetSlice { version, data })
 }
 

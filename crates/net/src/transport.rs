@@ -1,6 +1,6 @@
 //! TCP and UDP headers, and TCP options.
 
-use etherparse::{TcpHeaderSlice, TcpOptionElement, UdpHeaderSlice};
+use etherparse::{TcpHeaderSlice, UdpHeaderSlice};
 
 use crate::counters::{Proto, ProtoCounters};
 use crate::{TcpSegment, Transport, UdpDatagram};
@@ -27,35 +27,69 @@ pub struct TcpOptions {
     pub sack: SackBlocks,
     /// (TSval, TSecr)
     pub timestamp: Option<(u32, u32)>,
-    /// An option could not be parsed (the rest were skipped).
+    /// An option had an impossible length (the rest were skipped) or a
+    /// known kind had the wrong size (that one was skipped). Unknown kinds
+    /// with a sound length are skipped without setting this.
     pub malformed: bool,
 }
 
-fn parse_options(h: &TcpHeaderSlice<'_>) -> TcpOptions {
+/// Walk the options as kind-length-value records. Not etherparse's option
+/// iterator: it stops at the first kind it does not know (MPTCP, TCP-MD5,
+/// TFO, ...), which would lose SACK blocks or timestamps placed after one.
+fn parse_options(opts: &[u8]) -> TcpOptions {
     let mut o = TcpOptions::default();
-    for el in h.options_iterator() {
-        match el {
-            Ok(TcpOptionElement::MaximumSegmentSize(m)) => o.mss = Some(m),
-            Ok(TcpOptionElement::WindowScale(s)) => o.window_scale = Some(s),
-            Ok(TcpOptionElement::SelectiveAcknowledgementPermitted) => o.sack_permitted = true,
-            Ok(TcpOptionElement::SelectiveAcknowledgement(first, rest)) => {
-                o.sack.blocks[0] = first;
-                let mut n = 1;
-                for b in rest.iter().flatten() {
-                    o.sack.blocks[n] = *b;
-                    n += 1;
-                }
-                o.sack.len = n as u8;
+    let be32 = |v: &[u8]| u32::from_be_bytes([v[0], v[1], v[2], v[3]]);
+    let mut i = 0;
+    while i < opts.len() {
+        match opts[i] {
+            0 => break, // end of option list
+            1 => {
+                i += 1; // no-operation
+                continue;
             }
-            Ok(TcpOptionElement::Timestamp(v, e)) => o.timestamp = Some((v, e)),
-            Ok(TcpOptionElement::Noop) => {}
-            Err(_) => {
-                // Unknown kinds (MPTCP, TFO, ...) end the iterator with an
-                // error in etherparse; everything before them was kept.
-                o.malformed = true;
-                break;
-            }
+            _ => {}
         }
+        let len = opts.get(i + 1).map_or(0, |l| *l as usize);
+        if len < 2 || i + len > opts.len() {
+            // No way to find the next option.
+            o.malformed = true;
+            break;
+        }
+        let v = &opts[i + 2..i + len];
+        let fits = match (opts[i], v.len()) {
+            (2, 2) => {
+                o.mss = Some(u16::from_be_bytes([v[0], v[1]]));
+                true
+            }
+            (3, 1) => {
+                o.window_scale = Some(v[0]);
+                true
+            }
+            (4, 0) => {
+                o.sack_permitted = true;
+                true
+            }
+            (5, n) if n % 8 == 0 && (8..=32).contains(&n) => {
+                let mut sack = SackBlocks::default();
+                for (k, b) in v.chunks_exact(8).enumerate() {
+                    sack.blocks[k] = (be32(&b[..4]), be32(&b[4..]));
+                }
+                sack.len = (n / 8) as u8;
+                o.sack = sack;
+                true
+            }
+            (8, 8) => {
+                o.timestamp = Some((be32(&v[..4]), be32(&v[4..])));
+                true
+            }
+            (2..=5 | 8, _) => false,
+            // Other kinds are skipped by their length.
+            _ => true,
+        };
+        if !fits {
+            o.malformed = true;
+        }
+        i += len;
     }
     o
 }
@@ -93,7 +127,7 @@ pub(crate) fn decode<'a>(
                 flags,
                 window: h.window_size(),
                 header_len: hlen as u8,
-                options: parse_options(&h),
+                options: parse_options(h.options()),
                 payload_len,
                 payload: &data[hlen..end],
             })
@@ -106,7 +140,11 @@ pub(crate) fn decode<'a>(
             c.add(Proto::Udp, frame_wire);
             let field = h.length() as u32;
             // Length 0 occurs with jumbograms and some offloads: trust IP.
-            let udp_len = if field >= 8 && field <= wire_len { field } else { wire_len };
+            let udp_len = if field >= 8 && field <= wire_len {
+                field
+            } else {
+                wire_len
+            };
             let payload_len = udp_len.saturating_sub(8);
             let end = data.len().min(8 + payload_len as usize);
             Transport::Udp(UdpDatagram {
