@@ -34,21 +34,9 @@ FLAGS = [
     "reused_ports",
 ]
 
-# (capture, flag) pairs documented in docs/tcp-analysis.md ("Known differences").
-_PAYLOAD_LEN = (
-    "TCP length taken from the IP header where the frame carries fewer bytes "
-    "(see docs/tcp-analysis.md)"
-)
-KNOWN: dict[tuple[str, str], str] = {
-    ("zeek__zeek__pppoe-over-qinq.pcap", "retransmission"): _PAYLOAD_LEN,
-    ("zeek__zeek__pppoe-over-qinq.pcap", "out_of_order"): _PAYLOAD_LEN,
-    ("zeek__zeek__pppoe-over-qinq.pcap", "ack_lost_segment"): _PAYLOAD_LEN,
-    ("zeek__zeek__pppoe-over-qinq.pcap", "window_update"): _PAYLOAD_LEN,
-    ("zeek__zeek__pppoe-over-qinq.pcap", "duplicate_ack"): _PAYLOAD_LEN,
-    ("zeek__zeek__reassembly.pcap", "fast_retransmission"): _PAYLOAD_LEN,
-    ("zeek__zeek__reassembly.pcap", "lost_segment"): _PAYLOAD_LEN,
-    ("zeek__zeek__reassembly.pcap", "ack_lost_segment"): _PAYLOAD_LEN,
-}
+# (capture, flag) pairs whose difference from tshark is documented in
+# docs/tcp-analysis.md; none are left on the reference captures.
+KNOWN: dict[tuple[str, str], str] = {}
 
 Frames = dict[str, set[int]]
 

@@ -46,9 +46,22 @@ pub(crate) fn fetch(
     sink: &mut Sink,
 ) -> Result<Fetch, CaptureError> {
     let offset = src.offset();
-    let avail = src
-        .fill(need)
-        .map_err(|e| CaptureError::new(path, offset, format!("read error: {e}")))?;
+    let avail = match src.fill(need) {
+        Ok(n) => n,
+        // A compressed stream cut short (full disk, copy in progress) ends
+        // like a cut plain file: a warning, and every packet before it.
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+            sink.push(Warning {
+                path: path.to_string(),
+                offset,
+                message: format!(
+                    "compressed capture is cut short ({e}); results cover everything before this point"
+                ),
+            });
+            return Ok(Fetch::End);
+        }
+        Err(e) => return Err(CaptureError::new(path, offset, format!("read error: {e}"))),
+    };
     if avail >= need {
         return Ok(Fetch::Ready(avail));
     }

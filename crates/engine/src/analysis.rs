@@ -4,8 +4,8 @@ use arrow_array::RecordBatch;
 
 use crate::conversations::ConversationTable;
 use crate::tables;
-use crate::transactions::TransactionLog;
 use crate::tcp::{FlagCounts, TcpAnalysis};
+use crate::transactions::TransactionLog;
 
 /// Per-input-file facts.
 #[derive(Debug, Clone, Default)]
@@ -26,6 +26,8 @@ pub struct CaptureSummary {
     pub last_ts: Option<i64>,
     /// Frames cut by the snaplen (captured < wire length).
     pub truncated_frames: u64,
+    /// Frames whose timestamp did not fit in 64-bit nanoseconds.
+    pub clamped_ts_frames: u64,
     pub warnings: Vec<String>,
 }
 
@@ -57,7 +59,10 @@ impl Analysis {
     pub fn table(&self, name: &str) -> Option<RecordBatch> {
         match name {
             "conversations" => Some(tables::conversations(&self.conversations)),
-            "srt" => Some(crate::srt_table::srt(&self.transactions, &self.conversations)),
+            "srt" => Some(crate::srt_table::srt(
+                &self.transactions,
+                &self.conversations,
+            )),
             "transactions" => Some(crate::transaction_table::transactions(
                 &self.transactions,
                 &self.conversations,

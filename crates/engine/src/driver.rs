@@ -4,8 +4,8 @@ use nastriage_capture::{linktype, CaptureError, CaptureReader, MergedReader};
 use nastriage_net::{Decoder, Transport};
 
 use crate::analysis::{Analysis, CaptureSummary, ProtocolCount};
-use crate::conversations::ConversationTable;
 use crate::app::layer::{AppLayer, DecodeAs};
+use crate::conversations::ConversationTable;
 use crate::tcp::TcpAnalyzer;
 
 /// Progress callback: (bytes read so far, total bytes or 0 when unknown).
@@ -84,11 +84,14 @@ pub fn analyze(paths: &[String], mut opts: AnalyzeOptions<'_>) -> Result<Analysi
         if (pkt.data.len() as u64) < pkt.orig_len as u64 {
             s.truncated_frames += 1;
         }
-        if s.first_ts.is_none() {
-            s.first_ts = Some(pkt.ts_ns);
+        if pkt.ts_ns == i64::MAX || pkt.ts_ns == i64::MIN {
+            // Beyond what 64-bit nanoseconds hold (years before 1678 or after
+            // 2262: a broken clock or a wrapped counter); kept out of the span.
+            s.clamped_ts_frames += 1;
+        } else {
+            s.first_ts = Some(s.first_ts.map_or(pkt.ts_ns, |t| t.min(pkt.ts_ns)));
+            s.last_ts = Some(s.last_ts.map_or(pkt.ts_ns, |t| t.max(pkt.ts_ns)));
         }
-        s.first_ts = s.first_ts.map(|t| t.min(pkt.ts_ns));
-        s.last_ts = Some(s.last_ts.map_or(pkt.ts_ns, |t| t.max(pkt.ts_ns)));
 
         let wire = pkt.orig_len as u64;
         let d = decoder.decode(&pkt);
@@ -116,6 +119,14 @@ pub fn analyze(paths: &[String], mut opts: AnalyzeOptions<'_>) -> Result<Analysi
     for (i, r) in merged.readers().iter().enumerate() {
         let s = &mut summaries[i];
         s.link_types = r.linktypes().into_iter().map(linktype::name).collect();
+        if s.clamped_ts_frames > 0 {
+            let msg = format!(
+                "{}: {} frame(s) have timestamps outside years 1678-2262 (clamped; left out of the time span)",
+                s.path, s.clamped_ts_frames
+            );
+            s.warnings.push(msg.clone());
+            warnings.push(msg);
+        }
         for w in r.warnings() {
             s.warnings.push(w.to_string());
             warnings.push(w.to_string());
@@ -135,6 +146,7 @@ pub fn analyze(paths: &[String], mut opts: AnalyzeOptions<'_>) -> Result<Analysi
             linktype::name(lt)
         ));
     }
+    decoder.finish();
     let (_, abandoned) = decoder.defrag_stats();
     if abandoned > 0 {
         warnings.push(format!(

@@ -74,6 +74,14 @@ impl Defragmenter {
         }
     }
 
+    /// End of capture: datagrams still incomplete are abandoned.
+    pub(crate) fn finish(&mut self) {
+        while !self.pending.is_empty() {
+            let p = self.drop_at(self.pending.len() - 1, false);
+            self.recycle(p.buf);
+        }
+    }
+
     pub(crate) fn stats(&self) -> (u64, u64) {
         (self.reassembled, self.abandoned)
     }

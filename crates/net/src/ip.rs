@@ -19,13 +19,14 @@ pub(crate) fn decode<'a>(
     out: &mut Decoded<'a>,
 ) {
     match net.version {
-        4 => ipv4(net.data, ts_ns, wire, c, defrag, out),
-        _ => ipv6(net.data, ts_ns, wire, c, defrag, out),
+        4 => ipv4(net.data, net.wire_avail, ts_ns, wire, c, defrag, out),
+        _ => ipv6(net.data, net.wire_avail, ts_ns, wire, c, defrag, out),
     }
 }
 
 fn ipv4<'a>(
     data: &'a [u8],
+    wire_avail: u64,
     ts_ns: i64,
     wire: u64,
     c: &mut ProtoCounters,
@@ -41,7 +42,8 @@ fn ipv4<'a>(
     let total = h.total_len() as usize;
     // Total length 0 is what TSO/GSO frames captured on the sending host
     // carry; the captured length is then the best measure.
-    let total = if total == 0 { data.len() } else { total };
+    let avail = usize::try_from(wire_avail).unwrap_or(usize::MAX);
+    let total = if total == 0 { avail } else { total.min(avail) };
     if total < hlen {
         c.add(Proto::MalformedIp, wire);
         return;
@@ -92,6 +94,7 @@ fn ipv4<'a>(
 
 fn ipv6<'a>(
     data: &'a [u8],
+    wire_avail: u64,
     ts_ns: i64,
     wire: u64,
     c: &mut ProtoCounters,
@@ -106,7 +109,8 @@ fn ipv6<'a>(
     let plen = h.payload_length() as usize;
     let rest = &data[40..];
     // Payload length 0: jumbogram or TSO; use what was captured.
-    let plen = if plen == 0 { rest.len() } else { plen };
+    let avail = usize::try_from(wire_avail.saturating_sub(40)).unwrap_or(usize::MAX);
+    let plen = if plen == 0 { avail } else { plen.min(avail) };
     let rest = &rest[..rest.len().min(plen)];
     // A fragmenting Fragment header ends the unfragmentable part: in later
     // fragments what follows it is data (not headers), and in the first one

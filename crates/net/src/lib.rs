@@ -153,6 +153,13 @@ impl Decoder {
         ) else {
             return out;
         };
+        // `net.data` is a suffix of the frame: what precedes it is link
+        // headers, which the wire length must also hold.
+        let link_len = (pkt.data.len() - net.data.len()) as u64;
+        let net = link::NetSlice {
+            wire_avail: net.wire_avail.min(wire.saturating_sub(link_len)),
+            ..net
+        };
         ip::decode(
             net,
             pkt.ts_ns,
@@ -166,6 +173,12 @@ impl Decoder {
 
     pub fn counters(&self) -> &ProtoCounters {
         &self.counters
+    }
+
+    /// End of capture: fragmented datagrams still incomplete count as
+    /// abandoned.
+    pub fn finish(&mut self) {
+        self.defrag.finish();
     }
 
     /// Fragment reassembly statistics: (datagrams reassembled, datagrams

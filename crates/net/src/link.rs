@@ -8,6 +8,11 @@ use crate::counters::{OtherKey, Proto, ProtoCounters};
 pub(crate) struct NetSlice<'a> {
     pub(crate) version: u8,
     pub(crate) data: &'a [u8],
+    /// Bytes the IP packet can occupy on the wire: what the frame's wire
+    /// length leaves after the link headers, further bounded by a link
+    /// length field (PPPoE). Like Wireshark, an IP length claiming more is
+    /// cut to this.
+    pub(crate) wire_avail: u64,
 }
 
 const ETH_IPV4: u16 = 0x0800;
@@ -131,7 +136,11 @@ fn ip_payload<'a>(
     _wire: u64,
     _c: &mut ProtoCounters,
 ) -> Option<NetSlice<'a>> {
-    Some(NetSlice { version, data })
+    Some(NetSlice {
+        version,
+        data,
+        wire_avail: u64::MAX,
+    })
 }
 
 fn ethertype_payload<'a>(
@@ -141,10 +150,18 @@ fn ethertype_payload<'a>(
     c: &mut ProtoCounters,
     vlan_depth: &mut u8,
 ) -> Option<NetSlice<'a>> {
+    // PPPoE's length field bounds the IP packet it carries.
+    let mut pppoe_avail = u64::MAX;
+    let bounded = |n: Option<NetSlice<'a>>, avail: u64| {
+        n.map(|n| NetSlice {
+            wire_avail: n.wire_avail.min(avail),
+            ..n
+        })
+    };
     loop {
         match ethertype {
-            ETH_IPV4 => return ip_payload(4, data, wire, c),
-            ETH_IPV6 => return ip_payload(6, data, wire, c),
+            ETH_IPV4 => return bounded(ip_payload(4, data, wire, c), pppoe_avail),
+            ETH_IPV6 => return bounded(ip_payload(6, data, wire, c), pppoe_avail),
             ETH_ARP => {
                 c.add(Proto::Arp, wire);
                 return None;
@@ -169,6 +186,8 @@ fn ethertype_payload<'a>(
                 }
                 c.add(Proto::Pppoe, wire);
                 let ppp = u16::from_be_bytes([data[6], data[7]]);
+                // The length covers the PPP protocol field and its payload.
+                pppoe_avail = u64::from(u16::from_be_bytes([data[4], data[5]])).saturating_sub(2);
                 ethertype = match ppp {
                     0x0021 => ETH_IPV4,
                     0x0057 => ETH_IPV6,
