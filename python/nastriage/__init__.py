@@ -41,17 +41,19 @@ def open(
     path_or_paths: PathArg | list[PathArg] | tuple[PathArg, ...],
     *,
     progress: Callable[[int, int], None] | None = None,
+    decode_as: list[tuple[int, str]] | None = None,
 ) -> Capture:
     """Analyse one capture file (or several, merged in time order) in one pass.
 
     ``"-"`` reads standard input. Raises :class:`CaptureError` for unreadable input;
     a capture cut mid-record gives a warning and the results up to the cut.
     ``progress(bytes_read, total_bytes)`` is called periodically (``total_bytes`` is 0
-    when unknown).
+    when unknown). ``decode_as=[(PORT, "nfs"|"smb")]`` forces the protocol of TCP
+    connections on a port (detection by content works on any port without it).
     """
     from nastriage.capture import Capture
 
-    return Capture.analyze(path_or_paths, progress=progress)
+    return Capture.analyze(path_or_paths, progress=progress, decode_as=decode_as or ())
 
 
 def __getattr__(name: str) -> Any:

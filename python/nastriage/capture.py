@@ -69,15 +69,21 @@ class Capture:
         *,
         progress: Callable[[int, int], None] | None = None,
         progress_interval_bytes: int | None = None,
+        decode_as: Sequence[tuple[int, str]] = (),
     ) -> Capture:
-        """Run the engine over the given files (``"-"`` is standard input)."""
+        """Run the engine over the given files (``"-"`` is standard input).
+
+        ``decode_as`` forces decoding of TCP ports, e.g. ``[(3049, "nfs")]``.
+        """
         from nastriage import _core
 
         paths = _as_path_list(path_or_paths)
-        if progress_interval_bytes is None:
-            analysis = _core.analyze(paths, progress)
-        else:
-            analysis = _core.analyze(paths, progress, progress_interval_bytes)
+        analysis = _core.analyze(
+            paths,
+            progress,
+            progress_interval_bytes if progress_interval_bytes is not None else 64 << 20,
+            list(decode_as),
+        )
         return cls(analysis, paths)
 
     # -- metadata --------------------------------------------------------------------------

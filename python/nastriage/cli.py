@@ -109,6 +109,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="show the N conversations with the most bytes (default: 10; 0: none)",
     )
     analyze.add_argument(
+        "--decode-as",
+        type=_decode_as,
+        action="append",
+        default=[],
+        metavar="PORT=PROTO",
+        help="decode TCP connections on PORT as PROTO (nfs or smb) whatever their content "
+        "looks like; repeatable (detection by content works on any port without it)",
+    )
+    analyze.add_argument(
         "--no-progress",
         action="store_true",
         help="no progress bar (it is shown only on a terminal and for input over 64 MiB)",
@@ -121,6 +130,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     analyze.set_defaults(func=_cmd_analyze)
     return parser
+
+
+_DECODE_AS_PROTOCOLS = ("nfs", "smb")
+
+
+def _decode_as(text: str) -> tuple[int, str]:
+    port, sep, proto = text.partition("=")
+    proto = proto.strip().lower()
+    if not sep or not port.strip().isdigit() or not 0 < int(port) < 65536:
+        raise argparse.ArgumentTypeError(f"expected PORT=nfs or PORT=smb, not {text!r}")
+    if proto not in _DECODE_AS_PROTOCOLS:
+        raise argparse.ArgumentTypeError(f"unknown protocol {proto!r} (use nfs or smb)")
+    return int(port), proto
 
 
 def _check_inputs(paths: list[str]) -> None:
@@ -196,6 +218,7 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
                 # during a long analysis (the engine runs with the GIL released).
                 progress=reporter if reporter is not None else _no_progress,
                 progress_interval_bytes=reporter.interval if reporter is not None else 64 << 20,
+                decode_as=args.decode_as,
             )
         except _core.CaptureError as exc:
             raise _Fail(str(exc)) from None

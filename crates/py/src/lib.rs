@@ -7,13 +7,19 @@ use std::sync::Arc;
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 use arrow_array::{RecordBatch, RecordBatchIterator};
 use pyo3::create_exception;
-use pyo3::exceptions::{PyException, PyKeyError};
+use pyo3::exceptions::{PyException, PyKeyError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict, PyList};
 
+use nastriage_engine::app::layer::AppKind;
 use nastriage_engine::{Analysis, AnalyzeOptions};
 
-create_exception!(_core, CaptureError, PyException, "Unreadable capture input.");
+create_exception!(
+    _core,
+    CaptureError,
+    PyException,
+    "Unreadable capture input."
+);
 
 /// Result of an analysis run.
 #[pyclass(frozen, name = "Analysis", module = "nastriage._core")]
@@ -23,7 +29,10 @@ struct PyAnalysis {
 
 fn opt_i64(py: Python<'_>, v: Option<i64>) -> Py<PyAny> {
     match v {
-        Some(x) => x.into_pyobject(py).map(|o| o.into_any().unbind()).unwrap_or_else(|_| py.None()),
+        Some(x) => x
+            .into_pyobject(py)
+            .map(|o| o.into_any().unbind())
+            .unwrap_or_else(|_| py.None()),
         None => py.None(),
     }
 }
@@ -126,17 +135,30 @@ fn capture_error(py: Python<'_>, e: &nastriage_engine::CaptureError) -> PyErr {
 
 /// Analyse captures in one streaming pass; see `_core.pyi`.
 #[pyfunction]
-#[pyo3(signature = (paths, progress=None, progress_interval_bytes=64 << 20))]
+#[pyo3(signature = (paths, progress=None, progress_interval_bytes=64 << 20, decode_as=Vec::new()))]
 fn analyze(
     py: Python<'_>,
     paths: Vec<String>,
     progress: Option<Py<PyAny>>,
     progress_interval_bytes: u64,
+    decode_as: Vec<(u16, String)>,
 ) -> PyResult<PyAnalysis> {
+    let decode_as = decode_as
+        .into_iter()
+        .map(|(port, proto)| match proto.to_ascii_lowercase().as_str() {
+            "nfs" | "rpc" => Ok((port, AppKind::Rpc)),
+            "smb" | "smb2" | "cifs" => Ok((port, AppKind::Smb)),
+            other => Err(PyValueError::new_err(format!(
+                "decode_as: unknown protocol {other:?} (use nfs or smb)"
+            ))),
+        })
+        .collect::<PyResult<Vec<_>>>()?;
     let mut cb_error: Option<PyErr> = None;
     let result = py.detach(|| {
         let mut call = |done: u64, total: u64| -> bool {
-            let Some(cb) = progress.as_ref() else { return true };
+            let Some(cb) = progress.as_ref() else {
+                return true;
+            };
             Python::attach(|py| match cb.call1(py, (done, total)) {
                 Ok(_) => true,
                 Err(e) => {
@@ -149,7 +171,7 @@ fn analyze(
         let opts = AnalyzeOptions {
             progress: Some(&mut call),
             progress_interval: progress_interval_bytes.max(1 << 20),
-            decode_as: Vec::new(),
+            decode_as,
         };
         nastriage_engine::analyze(&paths, opts)
     });

@@ -21,6 +21,9 @@ pub enum AppKind {
 /// How many payload-carrying segments a connection may show before we stop
 /// looking for a protocol in it (and stop buffering it).
 const DETECT_SEGMENTS: u32 = 8;
+/// The same on NFS, portmapper, mountd and SMB ports.
+const DETECT_SEGMENTS_STORAGE: u32 = 256;
+const STORAGE_PORTS: [u16; 6] = [2049, 111, 20048, 635, 445, 139];
 
 enum App {
     Undecided { seen: u32 },
@@ -88,7 +91,18 @@ impl AppLayer {
                     Some(kind) => flow.app = App::Parsing(make(kind, stream)),
                     None => {
                         *seen += 1;
-                        if *seen >= DETECT_SEGMENTS {
+                        // A capture that starts mid-connection shows a
+                        // record boundary only at the next request: on the
+                        // storage ports, keep looking longer.
+                        let storage_port = [tcp.src_port, tcp.dst_port]
+                            .iter()
+                            .any(|p| STORAGE_PORTS.contains(p));
+                        let limit = if storage_port {
+                            DETECT_SEGMENTS_STORAGE
+                        } else {
+                            DETECT_SEGMENTS
+                        };
+                        if *seen >= limit {
                             flow.app = App::Ignored;
                         }
                     }
@@ -127,7 +141,9 @@ impl AppLayer {
 
     /// Flush and release one connection's state.
     pub fn close(&mut self, stream: u32) {
-        let Some(mut flow) = self.flows.remove(&stream) else { return };
+        let Some(mut flow) = self.flows.remove(&stream) else {
+            return;
+        };
         if let App::Parsing(parser) = &mut flow.app {
             let mut ctx = Ctx {
                 stream,
