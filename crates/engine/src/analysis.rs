@@ -52,13 +52,31 @@ pub struct Analysis {
 impl Analysis {
     /// Names of the tables this analysis can produce.
     pub fn table_names(&self) -> Vec<&'static str> {
-        vec!["conversations", "tcp_events", "transactions", "srt"]
+        vec![
+            "conversations",
+            "tcp_events",
+            "transactions",
+            "srt",
+            "concurrency",
+            "outstanding_at_arrival",
+            "outstanding_series",
+        ]
     }
 
     /// Build a table by name (None for an unknown name).
     pub fn table(&self, name: &str) -> Option<RecordBatch> {
         match name {
             "conversations" => Some(tables::conversations(&self.conversations)),
+            "concurrency" => Some(crate::concurrency::summary_table(
+                &crate::concurrency::analyze(&self.transactions, None),
+                &self.conversations,
+            )),
+            "outstanding_at_arrival" => Some(crate::concurrency::arrival_table(
+                &crate::concurrency::analyze(&self.transactions, None),
+            )),
+            "outstanding_series" => Some(crate::concurrency::series_table(
+                &crate::concurrency::analyze(&self.transactions, None),
+            )),
             "srt" => Some(crate::srt_table::srt(
                 &self.transactions,
                 &self.conversations,

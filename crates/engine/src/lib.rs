@@ -8,14 +8,15 @@
 
 mod analysis;
 pub mod app;
+pub mod concurrency;
 pub mod conversations;
 mod driver;
 pub mod reassembly;
 mod srt_table;
 mod tables;
+pub mod tcp;
 mod transaction_table;
 pub mod transactions;
-pub mod tcp;
 
 pub use analysis::{Analysis, CaptureSummary, ProtocolCount};
 pub use driver::{analyze, AnalyzeOptions, Progress};

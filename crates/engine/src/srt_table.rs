@@ -54,7 +54,11 @@ type Key = (&'static str, &'static str, u32, String, u32, String);
 fn endpoint(t: &Transaction, convs: &ConversationTable, client: bool) -> String {
     match convs.get(t.stream).filter(|_| t.transport == "tcp") {
         Some(c) => {
-            let (cl, sv) = if t.request_dir == 0 { (c.a, c.b) } else { (c.b, c.a) };
+            let (cl, sv) = if t.request_dir == 0 {
+                (c.a, c.b)
+            } else {
+                (c.b, c.a)
+            };
             let e = if client { cl } else { sv };
             match e.0 {
                 std::net::IpAddr::V6(a) => format!("[{a}]:{}", e.1),
@@ -181,9 +185,14 @@ pub(crate) fn srt(log: &TransactionLog, convs: &ConversationTable) -> RecordBatc
         cols.push(Arc::new(b.finish()));
     }
     let h = hist.finish();
-    fields.push(Field::new("histogram_log2_us", h.data_type().clone(), false));
+    fields.push(Field::new(
+        "histogram_log2_us",
+        h.data_type().clone(),
+        false,
+    ));
     cols.push(Arc::new(h));
-    RecordBatch::try_new(Arc::new(Schema::new(fields)), cols).expect("srt columns match their schema")
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), cols)
+        .expect("srt columns match their schema")
 }
 
 #[cfg(test)]

@@ -1,0 +1,564 @@
+//! Concurrency of the storage protocols, from the transactions: how many
+//! requests each connection had outstanding over time, what each new request
+//! saw (a hard cap — 16 sunrpc slots, 16 server threads, SMB2 credits —
+//! shows as a flat maximum), NFSv4.1 slot use, the SMB2 credit balance and
+//! the moments the client was credit-starved, and a Little's-law check.
+//!
+//! A request is outstanding, as seen at the capture point, from its first
+//! byte to the last byte of its reply. Unanswered requests count until the
+//! end of their connection.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use arrow_array::builder::{
+    BooleanBuilder, Float64Builder, StringBuilder, TimestampNanosecondBuilder, UInt32Builder,
+    UInt64Builder,
+};
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_schema::{DataType, Field, Schema, TimeUnit};
+
+use crate::conversations::ConversationTable;
+use crate::transactions::{Transaction, TransactionLog};
+
+/// Series interval from a duration: about 500 bins, clamped to [1 ms, 10 s].
+pub fn default_interval_ns(duration_ns: i64) -> i64 {
+    (duration_ns / 500).clamp(1_000_000, 10_000_000_000)
+}
+
+/// One connection's concurrency facts.
+#[derive(Debug, Clone, Default)]
+pub struct ConnConcurrency {
+    pub stream: u32,
+    pub protocol: &'static str,
+    pub requests: u64,
+    pub max_outstanding: u32,
+    /// Time-weighted mean over the time the connection had ≥ 1 request
+    /// outstanding ("busy"), and over the whole span first request → last reply.
+    pub mean_outstanding_busy: f64,
+    pub mean_outstanding: f64,
+    pub busy_ns: i64,
+    pub span_ns: i64,
+    /// Outstanding count seen by each new request (itself included):
+    /// histogram value → requests.
+    pub seen_at_arrival: BTreeMap<u32, u64>,
+    /// Share of requests that arrived when `max_outstanding` were already
+    /// in use including themselves (a saturated cap).
+    pub at_max_fraction: f64,
+    pub mean_request_bytes: f64,
+    pub mean_srt_ms: f64,
+    /// Little's law: outstanding × bytes per request ÷ latency, bits/s,
+    /// against the bits/s actually moved by the requests.
+    pub littles_law_bps: f64,
+    pub observed_bps: f64,
+    /// NFSv4.1: highest slot id used, highest_slotid and target_highest_slotid seen.
+    pub max_slot: Option<u32>,
+    pub max_highest_slot: Option<u32>,
+    pub min_target_highest_slot: Option<u32>,
+    /// SMB2 credits: the client's spendable balance (granted − charged,
+    /// offset so it never goes negative when the grant history before the
+    /// capture is unknown), minimum, and credit-starved time and requests.
+    pub credits_tracked: bool,
+    pub credit_balance_inferred: bool,
+    pub min_credit_balance: Option<i64>,
+    pub max_credit_balance: Option<i64>,
+    pub credit_starved_ns: i64,
+    pub credit_starved_requests: u64,
+}
+
+struct Event {
+    ts: i64,
+    /// +1 arrival, -1 completion (completions first at equal times).
+    delta: i32,
+    charge: i64,
+    grant: i64,
+}
+
+pub(crate) struct ConcurrencyResult {
+    pub conns: Vec<ConnConcurrency>,
+    /// (stream, bin start, max outstanding, time-weighted mean, credit balance at bin end)
+    pub series: Vec<(u32, i64, u32, f64, Option<i64>)>,
+    pub interval_ns: i64,
+}
+
+fn bytes_moved(t: &Transaction) -> u64 {
+    t.reply_count.or(t.count).unwrap_or(0)
+}
+
+pub(crate) fn analyze(log: &TransactionLog, interval_ns: Option<i64>) -> ConcurrencyResult {
+    let mut by_stream: BTreeMap<(u32, &'static str), Vec<&Transaction>> = BTreeMap::new();
+    for t in &log.transactions {
+        if t.transport == "tcp" {
+            by_stream.entry((t.stream, t.protocol)).or_default().push(t);
+        }
+    }
+    let (mut lo, mut hi) = (i64::MAX, i64::MIN);
+    for t in &log.transactions {
+        lo = lo.min(t.request.first_ts);
+        hi = hi.max(t.reply.map_or(t.request.last_ts, |r| r.last_ts));
+    }
+    let interval = interval_ns.unwrap_or_else(|| default_interval_ns(hi.saturating_sub(lo).max(0)));
+    let mut conns = Vec::new();
+    let mut series = Vec::new();
+    for ((stream, protocol), txs) in by_stream {
+        let end = txs
+            .iter()
+            .map(|t| t.reply.map_or(t.request.last_ts, |r| r.last_ts))
+            .max()
+            .unwrap_or(0);
+        let mut events: Vec<Event> = Vec::with_capacity(txs.len() * 2);
+        let smb = protocol == "smb2";
+        let mut c = ConnConcurrency {
+            stream,
+            protocol,
+            requests: txs.len() as u64,
+            credits_tracked: smb,
+            ..Default::default()
+        };
+        let (mut req_bytes, mut srt_sum, mut srt_n, mut moved) = (0u64, 0i64, 0u64, 0u64);
+        for t in &txs {
+            let charge = if smb {
+                i64::from(t.credit_charge.unwrap_or(1).max(1))
+            } else {
+                0
+            };
+            events.push(Event {
+                ts: t.request.first_ts,
+                delta: 1,
+                charge,
+                grant: 0,
+            });
+            let done = t.reply.map_or(end, |r| r.last_ts);
+            events.push(Event {
+                ts: done,
+                delta: -1,
+                charge: 0,
+                grant: if smb {
+                    i64::from(t.credit_grant.unwrap_or(0))
+                } else {
+                    0
+                },
+            });
+            req_bytes += t.count.unwrap_or(0);
+            moved += bytes_moved(t);
+            if let Some(s) = t.srt_ns() {
+                srt_sum += s;
+                srt_n += 1;
+            }
+            if let Some(s) = t.slot {
+                c.max_slot = Some(c.max_slot.map_or(s, |m| m.max(s)));
+            }
+            if let Some(s) = t.highest_slot {
+                c.max_highest_slot = Some(c.max_highest_slot.map_or(s, |m| m.max(s)));
+            }
+            if let Some(s) = t.target_highest_slot {
+                c.min_target_highest_slot = Some(c.min_target_highest_slot.map_or(s, |m| m.min(s)));
+            }
+        }
+        events.sort_by_key(|e| (e.ts, e.delta));
+        // SMB2 credits: the balance before the capture is unknown unless the
+        // connection's NEGOTIATE (MessageId 0) was seen; then start from the
+        // smallest balance that never goes negative.
+        let mut bal: i64 = 0;
+        if smb {
+            let saw_negotiate = txs.iter().any(|t| t.id == 0);
+            let (mut b, mut lowest) = (0i64, 0i64);
+            for e in &events {
+                b += e.grant - e.charge;
+                lowest = lowest.min(b);
+            }
+            bal = if saw_negotiate { 1 } else { -lowest };
+            c.credit_balance_inferred = !saw_negotiate;
+        }
+        let (mut min_bal, mut max_bal) = (bal, bal);
+        let first = events.first().map_or(0, |e| e.ts);
+        let (mut out, mut max_out) = (0i64, 0u32);
+        let (mut area, mut busy) = (0f64, 0i64);
+        // Sparse series: bin index -> (max outstanding, area, balance at end).
+        let mut bins: BTreeMap<i64, (u32, f64, i64)> = BTreeMap::new();
+        let mut seen: BTreeMap<u32, u64> = BTreeMap::new();
+        let mut last_ts = first;
+        for e in &events {
+            let dt = e.ts - last_ts;
+            area += out as f64 * dt as f64;
+            if out > 0 {
+                busy += dt;
+                if smb && bal <= 0 {
+                    c.credit_starved_ns += dt;
+                }
+                // Spread [last_ts, e.ts) over the bins it covers.
+                let mut t = last_ts;
+                while t < e.ts {
+                    let idx = t.div_euclid(interval);
+                    let bin_end = (idx + 1) * interval;
+                    let upto = bin_end.min(e.ts);
+                    let slot = bins.entry(idx).or_insert((0, 0.0, bal));
+                    slot.0 = slot.0.max(out as u32);
+                    slot.1 += out as f64 * (upto - t) as f64;
+                    slot.2 = bal;
+                    t = upto;
+                }
+            }
+            last_ts = e.ts;
+            out += i64::from(e.delta);
+            bal += e.grant - e.charge;
+            min_bal = min_bal.min(bal);
+            max_bal = max_bal.max(bal);
+            if e.delta > 0 {
+                let k = out.max(0) as u32;
+                *seen.entry(k).or_default() += 1;
+                max_out = max_out.max(k);
+                if smb && bal <= 0 {
+                    c.credit_starved_requests += 1;
+                }
+                let slot = bins
+                    .entry(e.ts.div_euclid(interval))
+                    .or_insert((0, 0.0, bal));
+                slot.0 = slot.0.max(k);
+                slot.2 = bal;
+            }
+        }
+        for (idx, (m, a, b)) in bins {
+            series.push((
+                stream,
+                idx * interval,
+                m,
+                a / interval as f64,
+                smb.then_some(b),
+            ));
+        }
+        let span = last_ts - first;
+        c.max_outstanding = max_out;
+        c.span_ns = span;
+        c.busy_ns = busy;
+        c.mean_outstanding = if span > 0 { area / span as f64 } else { 0.0 };
+        c.mean_outstanding_busy = if busy > 0 { area / busy as f64 } else { 0.0 };
+        c.at_max_fraction = if c.requests > 0 {
+            seen.get(&max_out).copied().unwrap_or(0) as f64 / c.requests as f64
+        } else {
+            0.0
+        };
+        c.seen_at_arrival = seen;
+        c.mean_request_bytes = if c.requests > 0 {
+            req_bytes as f64 / c.requests as f64
+        } else {
+            0.0
+        };
+        c.mean_srt_ms = if srt_n > 0 {
+            srt_sum as f64 / srt_n as f64 / 1e6
+        } else {
+            0.0
+        };
+        let bytes_per_req = if c.requests > 0 {
+            moved as f64 / c.requests as f64
+        } else {
+            0.0
+        };
+        c.littles_law_bps = if c.mean_srt_ms > 0.0 {
+            c.mean_outstanding_busy * bytes_per_req * 8.0 / (c.mean_srt_ms / 1e3)
+        } else {
+            0.0
+        };
+        c.observed_bps = if busy > 0 {
+            moved as f64 * 8.0 / (busy as f64 / 1e9)
+        } else {
+            0.0
+        };
+        if smb {
+            c.min_credit_balance = Some(min_bal);
+            c.max_credit_balance = Some(max_bal);
+        }
+        conns.push(c);
+    }
+    ConcurrencyResult {
+        conns,
+        series,
+        interval_ns: interval,
+    }
+}
+
+fn ts_field(name: &str) -> Field {
+    Field::new(
+        name,
+        DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into())),
+        false,
+    )
+}
+
+/// `concurrency`: one row per connection with requests.
+pub(crate) fn summary_table(r: &ConcurrencyResult, _convs: &ConversationTable) -> RecordBatch {
+    let n = r.conns.len();
+    let mut stream = UInt32Builder::with_capacity(n);
+    let mut proto = StringBuilder::new();
+    let mut u64s: Vec<UInt64Builder> = (0..3).map(|_| UInt64Builder::with_capacity(n)).collect();
+    let mut maxo = UInt32Builder::with_capacity(n);
+    let mut f64s: Vec<Float64Builder> = (0..8).map(|_| Float64Builder::with_capacity(n)).collect();
+    let mut slots: Vec<UInt32Builder> = (0..3).map(|_| UInt32Builder::with_capacity(n)).collect();
+    let mut tracked = BooleanBuilder::new();
+    let mut inferred = BooleanBuilder::new();
+    let mut bals: Vec<arrow_array::builder::Int64Builder> = (0..2)
+        .map(|_| arrow_array::builder::Int64Builder::with_capacity(n))
+        .collect();
+    let mut starved_ms = Float64Builder::with_capacity(n);
+    let mut starved_req = UInt64Builder::with_capacity(n);
+    for c in &r.conns {
+        stream.append_value(c.stream);
+        proto.append_value(c.protocol);
+        maxo.append_value(c.max_outstanding);
+        for (b, v) in
+            u64s.iter_mut()
+                .zip([c.requests, c.busy_ns.max(0) as u64, c.span_ns.max(0) as u64])
+        {
+            b.append_value(v);
+        }
+        for (b, v) in f64s.iter_mut().zip([
+            c.mean_outstanding,
+            c.mean_outstanding_busy,
+            c.at_max_fraction,
+            c.mean_request_bytes,
+            c.mean_srt_ms,
+            c.littles_law_bps,
+            c.observed_bps,
+            if c.span_ns > 0 {
+                c.busy_ns as f64 / c.span_ns as f64
+            } else {
+                0.0
+            },
+        ]) {
+            b.append_value(v);
+        }
+        for (b, v) in
+            slots
+                .iter_mut()
+                .zip([c.max_slot, c.max_highest_slot, c.min_target_highest_slot])
+        {
+            b.append_option(v);
+        }
+        tracked.append_value(c.credits_tracked);
+        inferred.append_value(c.credit_balance_inferred);
+        bals[0].append_option(c.min_credit_balance);
+        bals[1].append_option(c.max_credit_balance);
+        if c.credits_tracked {
+            starved_ms.append_value(c.credit_starved_ns as f64 / 1e6);
+            starved_req.append_value(c.credit_starved_requests);
+        } else {
+            starved_ms.append_null();
+            starved_req.append_null();
+        }
+    }
+    let mut fields = vec![
+        Field::new("stream", DataType::UInt32, false),
+        Field::new("protocol", DataType::Utf8, false),
+        Field::new("max_outstanding", DataType::UInt32, false),
+    ];
+    let mut cols: Vec<ArrayRef> = vec![
+        Arc::new(stream.finish()),
+        Arc::new(proto.finish()),
+        Arc::new(maxo.finish()),
+    ];
+    for (name, mut b) in ["requests", "busy_ns", "span_ns"].iter().zip(u64s) {
+        fields.push(Field::new(*name, DataType::UInt64, false));
+        cols.push(Arc::new(b.finish()));
+    }
+    for (name, mut b) in [
+        "mean_outstanding",
+        "mean_outstanding_busy",
+        "at_max_fraction",
+        "mean_request_bytes",
+        "mean_srt_ms",
+        "littles_law_bps",
+        "observed_bps",
+        "busy_fraction",
+    ]
+    .iter()
+    .zip(f64s)
+    {
+        fields.push(Field::new(*name, DataType::Float64, false));
+        cols.push(Arc::new(b.finish()));
+    }
+    for (name, mut b) in ["max_slot", "max_highest_slot", "min_target_highest_slot"]
+        .iter()
+        .zip(slots)
+    {
+        fields.push(Field::new(*name, DataType::UInt32, true));
+        cols.push(Arc::new(b.finish()));
+    }
+    fields.push(Field::new("credits_tracked", DataType::Boolean, false));
+    cols.push(Arc::new(tracked.finish()));
+    fields.push(Field::new(
+        "credit_balance_inferred",
+        DataType::Boolean,
+        false,
+    ));
+    cols.push(Arc::new(inferred.finish()));
+    for (name, mut b) in ["min_credit_balance", "max_credit_balance"]
+        .iter()
+        .zip(bals)
+    {
+        fields.push(Field::new(*name, DataType::Int64, true));
+        cols.push(Arc::new(b.finish()));
+    }
+    fields.push(Field::new("credit_starved_ms", DataType::Float64, true));
+    cols.push(Arc::new(starved_ms.finish()));
+    fields.push(Field::new(
+        "credit_starved_requests",
+        DataType::UInt64,
+        true,
+    ));
+    cols.push(Arc::new(starved_req.finish()));
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), cols)
+        .expect("concurrency columns match their schema")
+}
+
+/// `outstanding_at_arrival`: per connection, how many requests arrived with
+/// k requests outstanding (themselves included).
+pub(crate) fn arrival_table(r: &ConcurrencyResult) -> RecordBatch {
+    let mut stream = UInt32Builder::new();
+    let mut proto = StringBuilder::new();
+    let mut k = UInt32Builder::new();
+    let mut n = UInt64Builder::new();
+    for c in &r.conns {
+        for (kk, nn) in &c.seen_at_arrival {
+            stream.append_value(c.stream);
+            proto.append_value(c.protocol);
+            k.append_value(*kk);
+            n.append_value(*nn);
+        }
+    }
+    let fields = vec![
+        Field::new("stream", DataType::UInt32, false),
+        Field::new("protocol", DataType::Utf8, false),
+        Field::new("outstanding", DataType::UInt32, false),
+        Field::new("requests", DataType::UInt64, false),
+    ];
+    let cols: Vec<ArrayRef> = vec![
+        Arc::new(stream.finish()),
+        Arc::new(proto.finish()),
+        Arc::new(k.finish()),
+        Arc::new(n.finish()),
+    ];
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), cols)
+        .expect("arrival columns match their schema")
+}
+
+/// `outstanding_series`: per connection and interval bin (sparse: bins with
+/// requests outstanding), the maximum and time-weighted mean outstanding,
+/// and the SMB2 credit balance at the end of the bin.
+pub(crate) fn series_table(r: &ConcurrencyResult) -> RecordBatch {
+    let mut stream = UInt32Builder::new();
+    let mut start = TimestampNanosecondBuilder::new().with_timezone("UTC");
+    let mut interval = UInt64Builder::new();
+    let mut maxo = UInt32Builder::new();
+    let mut mean = Float64Builder::new();
+    let mut bal = arrow_array::builder::Int64Builder::new();
+    for (s, t, m, a, b) in &r.series {
+        stream.append_value(*s);
+        start.append_value(*t);
+        interval.append_value(r.interval_ns.max(0) as u64);
+        maxo.append_value(*m);
+        mean.append_value(*a);
+        bal.append_option(*b);
+    }
+    let fields = vec![
+        Field::new("stream", DataType::UInt32, false),
+        ts_field("start"),
+        Field::new("interval_ns", DataType::UInt64, false),
+        Field::new("max_outstanding", DataType::UInt32, false),
+        Field::new("mean_outstanding", DataType::Float64, false),
+        Field::new("credit_balance", DataType::Int64, true),
+    ];
+    let cols: Vec<ArrayRef> = vec![
+        Arc::new(stream.finish()),
+        Arc::new(start.finish()),
+        Arc::new(interval.finish()),
+        Arc::new(maxo.finish()),
+        Arc::new(mean.finish()),
+        Arc::new(bal.finish()),
+    ];
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), cols)
+        .expect("series columns match their schema")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transactions::PduSpan;
+
+    fn tx(
+        stream: u32,
+        protocol: &'static str,
+        start: i64,
+        end: i64,
+        charge: u16,
+        grant: u16,
+        id: u64,
+    ) -> Transaction {
+        Transaction {
+            protocol,
+            stream,
+            transport: "tcp",
+            id,
+            request: PduSpan {
+                first_ts: start,
+                last_ts: start,
+                ..Default::default()
+            },
+            reply: Some(PduSpan {
+                first_ts: end,
+                last_ts: end,
+                ..Default::default()
+            }),
+            count: Some(65536),
+            reply_count: Some(65536),
+            credit_charge: Some(charge),
+            credit_grant: Some(grant),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_client_cap_of_k_shows_as_flat_maximum() {
+        // A client that keeps exactly 4 requests in flight, 1 ms each.
+        let mut log = TransactionLog::default();
+        for i in 0..400i64 {
+            let start = (i / 4) * 1_000_000;
+            log.transactions
+                .push(tx(7, "nfs", start, start + 1_000_000, 1, 1, i as u64));
+        }
+        let r = analyze(&log, Some(10_000_000));
+        let c = &r.conns[0];
+        assert_eq!(c.max_outstanding, 4);
+        assert_eq!(c.requests, 400);
+        assert!(
+            (c.mean_outstanding_busy - 4.0).abs() < 0.01,
+            "{}",
+            c.mean_outstanding_busy
+        );
+        assert!(c.at_max_fraction >= 0.25);
+        // Little's law: 4 × 64 KiB / 1 ms.
+        let expect = 4.0 * 65536.0 * 8.0 / 1e-3;
+        assert!((c.littles_law_bps - expect).abs() / expect < 0.01);
+        assert!((c.observed_bps - expect).abs() / expect < 0.01);
+        assert!(!r.series.is_empty());
+        assert!(r.series.iter().all(|s| s.2 == 4));
+    }
+
+    #[test]
+    fn smb_credit_starvation() {
+        // Negotiate (id 0) grants 2 credits; then requests charging 1 each,
+        // two at a time, each reply granting 1 back: the client runs dry.
+        let mut log = TransactionLog::default();
+        log.transactions.push(tx(1, "smb2", 0, 10, 1, 2, 0));
+        for i in 1..=10i64 {
+            let start = 100 + (i - 1) / 2 * 1000;
+            log.transactions
+                .push(tx(1, "smb2", start, start + 1000, 1, 1, i as u64));
+        }
+        let r = analyze(&log, None);
+        let c = &r.conns[0];
+        assert!(c.credits_tracked && !c.credit_balance_inferred);
+        assert_eq!(c.min_credit_balance, Some(0));
+        assert!(c.credit_starved_requests >= 5);
+        assert!(c.credit_starved_ns > 0);
+    }
+}
