@@ -60,6 +60,10 @@ impl Analysis {
             "concurrency",
             "outstanding_at_arrival",
             "outstanding_series",
+            "tcp_connections",
+            "zero_window_episodes",
+            "tcp_series",
+            "tcp_segments",
         ]
     }
 
@@ -67,6 +71,22 @@ impl Analysis {
     pub fn table(&self, name: &str) -> Option<RecordBatch> {
         match name {
             "conversations" => Some(tables::conversations(&self.conversations)),
+            "tcp_connections" => Some(crate::tcp::tables::tcp_connections(
+                &self.tcp,
+                &self.conversations,
+            )),
+            "zero_window_episodes" => Some(crate::tcp::tables::zero_window_episodes(
+                &self.tcp,
+                &self.conversations,
+            )),
+            "tcp_series" => Some(crate::tcp::tables::tcp_series(
+                &self.tcp,
+                &self.conversations,
+            )),
+            "tcp_segments" => Some(crate::tcp::tables::tcp_segments(
+                &self.tcp,
+                &self.conversations,
+            )),
             "concurrency" => Some(crate::concurrency::summary_table(
                 &crate::concurrency::analyze(&self.transactions, None),
                 &self.conversations,

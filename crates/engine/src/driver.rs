@@ -6,7 +6,7 @@ use nastriage_net::{Decoder, Transport};
 use crate::analysis::{Analysis, CaptureSummary, ProtocolCount};
 use crate::app::layer::{AppLayer, DecodeAs};
 use crate::conversations::ConversationTable;
-use crate::tcp::TcpAnalyzer;
+use crate::tcp::{TcpAnalysisConfig, TcpAnalyzer};
 
 /// Progress callback: (bytes read so far, total bytes or 0 when unknown).
 /// Returning `false` stops the analysis (e.g. the user pressed Ctrl-C).
@@ -19,6 +19,9 @@ pub struct AnalyzeOptions<'a> {
     /// Decode connections on these ports as the given protocol, whatever
     /// their content looks like.
     pub decode_as: DecodeAs,
+    /// Streams (`tcp.stream`) whose every segment goes to the
+    /// `tcp_segments` table (sequence graphs); empty: none.
+    pub segments_for: Vec<u32>,
 }
 
 impl Default for AnalyzeOptions<'_> {
@@ -27,6 +30,7 @@ impl Default for AnalyzeOptions<'_> {
             progress: None,
             progress_interval: 64 << 20,
             decode_as: Vec::new(),
+            segments_for: Vec::new(),
         }
     }
 }
@@ -67,7 +71,10 @@ pub fn analyze(paths: &[String], mut opts: AnalyzeOptions<'_>) -> Result<Analysi
     let mut merged = MergedReader::new(readers);
     let mut decoder = Decoder::default();
     let mut convs = ConversationTable::default();
-    let mut tcpa = TcpAnalyzer::default();
+    let mut tcpa = TcpAnalyzer::new(TcpAnalysisConfig {
+        segments_for: std::mem::take(&mut opts.segments_for),
+        ..Default::default()
+    });
     let mut app = AppLayer::new(std::mem::take(&mut opts.decode_as));
     let mut frame: u64 = 0;
     let mut next_progress = opts.progress_interval;
@@ -97,8 +104,10 @@ pub fn analyze(paths: &[String], mut opts: AnalyzeOptions<'_>) -> Result<Analysi
         let d = decoder.decode(&pkt);
         if let (Some(ip), Transport::Tcp(tcp)) = (d.ip.as_ref(), d.transport) {
             let asg = convs.update(frame, pkt.ts_ns, wire, ip, &tcp);
-            tcpa.update(frame, pkt.ts_ns, &asg, &tcp);
+            tcpa.update(frame, pkt.ts_ns, &asg, &tcp, Some(ip));
             app.tcp(asg.stream, asg.dir, frame, pkt.ts_ns, &tcp);
+        } else if let (Some(ip), Transport::Udp(udp)) = (d.ip.as_ref(), d.transport) {
+            app.udp(ip, &udp, frame, pkt.ts_ns);
         }
 
         if let Some(cb) = opts.progress.as_mut() {
@@ -167,16 +176,18 @@ pub fn analyze(paths: &[String], mut opts: AnalyzeOptions<'_>) -> Result<Analysi
             bytes,
         })
         .collect();
+    let tcp = tcpa.finish();
+    warnings.extend(tcp.warnings());
+    app.finish();
+    // The parsers' warnings (records not decoded, tables full).
+    warnings.extend(app.log.warnings.iter().cloned());
     Ok(Analysis {
         captures: summaries,
         protocols,
         warnings,
         frames: frame,
         conversations: convs,
-        tcp: tcpa.finish(),
-        transactions: {
-            app.finish();
-            app.log
-        },
+        tcp,
+        transactions: app.log,
     })
 }

@@ -65,7 +65,15 @@ fn endpoint(t: &Transaction, convs: &ConversationTable, client: bool) -> String 
                 std::net::IpAddr::V4(a) => format!("{a}:{}", e.1),
             }
         }
-        None => format!("udp-flow-{}", t.stream),
+        None => {
+            // RPC over UDP: the parser recorded the endpoints itself.
+            let e = if client { t.client_addr } else { t.server_addr };
+            match e {
+                Some((std::net::IpAddr::V6(a), p)) => format!("[{a}]:{p}"),
+                Some((a, p)) => format!("{a}:{p}"),
+                None => format!("udp-flow-{}", t.stream),
+            }
+        }
     }
 }
 

@@ -27,7 +27,8 @@ struct Cols {
 
 impl Cols {
     fn push(&mut self, name: &str, nullable: bool, arr: ArrayRef) {
-        self.fields.push(Field::new(name, arr.data_type().clone(), nullable));
+        self.fields
+            .push(Field::new(name, arr.data_type().clone(), nullable));
         self.arrays.push(arr);
     }
 }
@@ -81,8 +82,16 @@ pub(crate) fn transactions(log: &TransactionLog, convs: &ConversationTable) -> R
     );
     let (mut stable, mut committed) = (UInt32Builder::new(), UInt32Builder::new());
     let mut eof = BooleanBuilder::new();
-    let (mut cc, mut cr, mut cg) = (UInt16Builder::new(), UInt16Builder::new(), UInt16Builder::new());
-    let (mut slot, mut hslot, mut thslot) = (UInt32Builder::new(), UInt32Builder::new(), UInt32Builder::new());
+    let (mut cc, mut cr, mut cg) = (
+        UInt16Builder::new(),
+        UInt16Builder::new(),
+        UInt16Builder::new(),
+    );
+    let (mut slot, mut hslot, mut thslot) = (
+        UInt32Builder::new(),
+        UInt32Builder::new(),
+        UInt32Builder::new(),
+    );
     let (mut session, mut ops, mut auth, mut note) = (
         StringBuilder::new(),
         StringBuilder::new(),
@@ -90,8 +99,12 @@ pub(crate) fn transactions(log: &TransactionLog, convs: &ConversationTable) -> R
         StringBuilder::new(),
     );
     let mut retrans = UInt32Builder::new();
-    let (mut rq_complete, mut rp_complete, mut answered) =
-        (BooleanBuilder::new(), BooleanBuilder::new(), BooleanBuilder::new());
+    let mut ops_status = StringBuilder::new();
+    let (mut rq_complete, mut rp_complete, mut answered) = (
+        BooleanBuilder::new(),
+        BooleanBuilder::new(),
+        BooleanBuilder::new(),
+    );
     let mut ipv = UInt8Builder::new();
 
     for t in txs {
@@ -103,10 +116,15 @@ pub(crate) fn transactions(log: &TransactionLog, convs: &ConversationTable) -> R
         program.append_value(t.program);
         stream.append_value(t.stream);
         transport.append_value(t.transport);
-        // Orient by the request: its sender is the client.
-        match convs.get(t.stream).filter(|_| t.transport == "tcp") {
-            Some(c) => {
-                let (cl, sv) = if t.request_dir == 0 { (c.a, c.b) } else { (c.b, c.a) };
+        // Orient by the request: its sender is the client. UDP flows
+        // carry their endpoints in the transaction.
+        let ends = match convs.get(t.stream).filter(|_| t.transport == "tcp") {
+            Some(c) if t.request_dir == 0 => Some((c.a, c.b)),
+            Some(c) => Some((c.b, c.a)),
+            None => t.client_addr.zip(t.server_addr),
+        };
+        match ends {
+            Some((cl, sv)) => {
                 cip.append_value(cl.0.to_string());
                 cport.append_value(cl.1);
                 sip.append_value(sv.0.to_string());
@@ -174,6 +192,7 @@ pub(crate) fn transactions(log: &TransactionLog, convs: &ConversationTable) -> R
         thslot.append_option(t.target_highest_slot);
         session.append_option(t.session.as_deref().map(hex));
         ops.append_option(t.compound_ops.as_deref());
+        ops_status.append_option(t.compound_status.as_deref());
         auth.append_option(t.auth);
         retrans.append_value(t.retransmissions);
         note.append_option(t.note.as_deref());
@@ -233,6 +252,7 @@ pub(crate) fn transactions(log: &TransactionLog, convs: &ConversationTable) -> R
     c.push("target_highest_slot", true, Arc::new(thslot.finish()));
     c.push("session", true, Arc::new(session.finish()));
     c.push("compound_ops", true, Arc::new(ops.finish()));
+    c.push("compound_status", true, Arc::new(ops_status.finish()));
     c.push("auth", true, Arc::new(auth.finish()));
     c.push("retransmissions", false, Arc::new(retrans.finish()));
     c.push("request_complete", false, Arc::new(rq_complete.finish()));
@@ -245,7 +265,11 @@ pub(crate) fn transactions(log: &TransactionLog, convs: &ConversationTable) -> R
         .map(|f| {
             if matches!(f.data_type(), DataType::Timestamp(_, _)) {
                 let nullable = f.is_nullable();
-                Field::new(f.name(), DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into())), nullable)
+                Field::new(
+                    f.name(),
+                    DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into())),
+                    nullable,
+                )
             } else {
                 f
             }

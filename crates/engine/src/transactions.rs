@@ -85,12 +85,32 @@ pub struct Transaction {
     pub auth: Option<&'static str>,
     /// Also set for PDUs the parser could not fully decode (why).
     pub note: Option<String>,
+    /// NFSv4: status of every operation in the reply, in order, joined by
+    /// "," (the reply stops at the first operation that failed).
+    pub compound_status: Option<String>,
+    /// Client and server (address, port) for transports without a
+    /// conversation-table entry (RPC over UDP); TCP transactions are
+    /// oriented through the conversation of `stream` instead.
+    pub client_addr: Option<(std::net::IpAddr, u16)>,
+    pub server_addr: Option<(std::net::IpAddr, u16)>,
 }
 
 impl Transaction {
     /// Service response time as Wireshark computes it: the frame in which
     /// the reply is dissected minus the frame in which the request is
     /// (each PDU is dissected in the frame holding its last byte).
+    ///
+    /// Checked against tshark 4.0 (`-z rpc,srt`, `rpc.time`) on every shared
+    /// NFS capture: last reply byte − last request byte reproduces tshark's
+    /// per-reply times to the nanosecond, first − first does not (on the
+    /// NFSv4 gz capture, where WRITE calls span several TSO frames, it gives
+    /// an average SRT of 11.1 ms against tshark's 5.6 ms). The one exception
+    /// is a PDU holding a frame cut by the capture's snaplen: tshark cannot
+    /// reassemble it and dissects it in its first frame; we keep the last
+    /// byte's frame, so the SRT does not depend on the snaplen
+    /// (docs/transactions.md). The same holds for SMB2 against tshark's
+    /// `smb2.time` of final responses on every shared SMB capture
+    /// (docs/transactions-smb2.md).
     pub fn srt_ns(&self) -> Option<i64> {
         self.reply.map(|r| r.last_ts - self.request.last_ts)
     }
@@ -123,5 +143,11 @@ pub struct TransactionLog {
     pub smb1_messages: u64,
     /// Times a parser lost its place and had to resynchronise.
     pub resyncs: u64,
+    /// SMB2: requests emitted unanswered because too many were outstanding
+    /// on their connection (`app::smb2::MAX_PENDING`).
+    pub smb2_evicted_requests: u64,
+    /// SMB2: FileId → name and TreeId → share entries dropped to keep the
+    /// per-connection maps bounded.
+    pub smb2_evicted_names: u64,
     pub warnings: Vec<String>,
 }

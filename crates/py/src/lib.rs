@@ -135,13 +135,14 @@ fn capture_error(py: Python<'_>, e: &nastriage_engine::CaptureError) -> PyErr {
 
 /// Analyse captures in one streaming pass; see `_core.pyi`.
 #[pyfunction]
-#[pyo3(signature = (paths, progress=None, progress_interval_bytes=64 << 20, decode_as=Vec::new()))]
+#[pyo3(signature = (paths, progress=None, progress_interval_bytes=64 << 20, decode_as=Vec::new(), segments_for=Vec::new()))]
 fn analyze(
     py: Python<'_>,
     paths: Vec<String>,
     progress: Option<Py<PyAny>>,
     progress_interval_bytes: u64,
     decode_as: Vec<(u16, String)>,
+    segments_for: Vec<u32>,
 ) -> PyResult<PyAnalysis> {
     let decode_as = decode_as
         .into_iter()
@@ -172,6 +173,7 @@ fn analyze(
             progress: Some(&mut call),
             progress_interval: progress_interval_bytes.max(1 << 20),
             decode_as,
+            segments_for,
         };
         nastriage_engine::analyze(&paths, opts)
     });

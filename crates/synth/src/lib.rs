@@ -18,7 +18,9 @@
 //! Everything is a pure function of the seed: the same arguments give the
 //! same bytes on every platform.
 
+pub mod bench;
 pub mod nfs3;
+pub mod nfs4;
 pub mod packet;
 pub mod rng;
 pub mod rpc;

@@ -8,13 +8,17 @@ use std::io;
 use std::process::ExitCode;
 
 use nastriage_synth::{
-    scenario, write_capture, Format, LinkConfig, LinkKind, Options, WriteOptions,
+    bench, scenario, write_capture, Format, LinkConfig, LinkKind, Options, WriteOptions,
 };
 
 const USAGE: &str = "\
 usage: nastriage-synth SCENARIO OUT [options]
+       nastriage-synth bench OUT --size SIZE [options]
 
 Write the synthetic capture SCENARIO to OUT ('-' for standard output).
+'bench' streams a large benchmark capture (many NFSv3, NFSv4.1 and SMB3
+connections, with loss, reordering and zero windows) until OUT reaches
+SIZE bytes (100M, 1G, 4G; binary units).
 
 options:
   --format pcap|pcapng|snoop   container (default pcap; snoop is Ethernet only)
@@ -24,6 +28,8 @@ options:
   --vlan N[,N...]              802.1Q/802.1ad tags, outermost first
   --snaplen N                  bytes kept per frame (default 262144)
   --seed N                     random seed (default 1)
+  --size SIZE                  bench: stop at SIZE bytes (default 100M)
+  --slots N                    bench: concurrent connections (default 48)
   --list                       list scenarios and exit";
 
 struct Args {
@@ -31,6 +37,8 @@ struct Args {
     out: String,
     write: WriteOptions,
     seed: u64,
+    size: u64,
+    slots: usize,
 }
 
 fn parse_args(argv: &[String]) -> Result<Option<Args>, String> {
@@ -39,6 +47,8 @@ fn parse_args(argv: &[String]) -> Result<Option<Args>, String> {
     let mut link = LinkKind::Ethernet;
     let mut vlans = Vec::new();
     let mut seed = 1u64;
+    let mut size = 100u64 << 20;
+    let mut slots = 48usize;
     let mut it = argv.iter();
     while let Some(a) = it.next() {
         let mut value = |name: &str| {
@@ -52,6 +62,10 @@ fn parse_args(argv: &[String]) -> Result<Option<Args>, String> {
                 for (name, what) in scenario::SCENARIOS {
                     println!("{name:16} {what}");
                 }
+                println!(
+                    "{:16} streamed benchmark capture of --size bytes (NFSv3, NFSv4.1, SMB3)",
+                    "bench"
+                );
                 std::process::exit(0);
             }
             "--format" => {
@@ -84,6 +98,18 @@ fn parse_args(argv: &[String]) -> Result<Option<Args>, String> {
                 let v = value("--seed")?;
                 seed = v.parse().map_err(|_| format!("bad seed {v:?}"))?;
             }
+            "--size" => {
+                let v = value("--size")?;
+                size = bench::parse_size(&v).ok_or_else(|| format!("bad size {v:?}"))?;
+            }
+            "--slots" => {
+                let v = value("--slots")?;
+                slots = v
+                    .parse()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| format!("bad slot count {v:?}"))?;
+            }
             s if s.starts_with("--") => return Err(format!("unknown option {s}")),
             _ => positional.push(a.clone()),
         }
@@ -100,7 +126,46 @@ fn parse_args(argv: &[String]) -> Result<Option<Args>, String> {
         out,
         write,
         seed,
+        size,
+        slots,
     }))
+}
+
+fn run_bench(args: &Args) -> Result<String, String> {
+    let opts = bench::BenchOptions {
+        seed: args.seed,
+        target_bytes: args.size,
+        slots: args.slots,
+        ..bench::BenchOptions::default()
+    };
+    let started = std::time::Instant::now();
+    let s = if args.out == "-" {
+        bench::write_bench(io::stdout().lock(), &opts, &args.write)
+    } else {
+        let f = File::create(&args.out).map_err(|e| format!("cannot create {}: {e}", args.out))?;
+        bench::write_bench(f, &opts, &args.write)
+    }
+    .map_err(|e| format!("writing {}: {e}", args.out))?;
+    let secs = started.elapsed().as_secs_f64();
+    Ok(format!(
+        "{} frames, {} bytes written to {} (bench, seed {}) in {secs:.1} s ({:.0} MB/s); \
+         {:.2} s of traffic; connections NFSv3 {} NFSv4.1 {} SMB3 {}; \
+         requests NFSv3 {} NFSv4.1 {} SMB3 {}; {} retransmissions, {} zero-window probes",
+        s.frames,
+        s.bytes,
+        args.out,
+        args.seed,
+        s.bytes as f64 / 1e6 / secs.max(1e-9),
+        s.duration_ns as f64 / 1e9,
+        s.connections[0],
+        s.connections[1],
+        s.connections[2],
+        s.requests[0],
+        s.requests[1],
+        s.requests[2],
+        s.retransmissions,
+        s.zero_window_probes,
+    ))
 }
 
 fn run(args: Args) -> Result<usize, String> {
@@ -138,6 +203,22 @@ fn main() -> ExitCode {
         args.write.format.name(),
         args.write.link.kind.name(),
     );
+    if args.scenario == "bench" {
+        return match run_bench(&args) {
+            Ok(line) => {
+                if out == "-" {
+                    eprintln!("{line}");
+                } else {
+                    println!("{line}");
+                }
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("nastriage-synth: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     match run(args) {
         Ok(n) => {
             let line = format!("{n} frames written to {out} ({scenario}, {format}, {link})");

@@ -241,7 +241,8 @@ impl Fattr3 {
     }
 }
 
-fn post_op_attr(x: &mut Xdr, a: Option<&Fattr3>) {
+/// `post_op_attr`: attributes follow when `a` is given.
+pub fn post_op_attr(x: &mut Xdr, a: Option<&Fattr3>) {
     match a {
         Some(a) => {
             x.bool(true);
@@ -253,7 +254,8 @@ fn post_op_attr(x: &mut Xdr, a: Option<&Fattr3>) {
     }
 }
 
-fn wcc_data(x: &mut Xdr, before: &Fattr3, after: &Fattr3) {
+/// `wcc_data` with both the pre-operation and post-operation attributes.
+pub fn wcc_data(x: &mut Xdr, before: &Fattr3, after: &Fattr3) {
     x.bool(true).u64(before.size);
     x.u32(before.mtime.0)
         .u32(before.mtime.1)

@@ -10,6 +10,14 @@
 //!   starting mid-connection, IPv6, UDP with IPv4 fragments, ICMP, ARP).
 //! * `tcp-pathologies`: retransmissions (timeout and fast), duplicate ACKs,
 //!   zero window with probes and update, reordering, duplicates, keep-alives.
+//! * `tcp-spurious`: spurious timeout retransmissions, proved by a D-SACK and
+//!   by an ACK too early to answer the retransmission.
+//! * `tcp-midstream`: a capture starting mid-transfer (window scale must be
+//!   inferred) and a transfer whose sequence numbers wrap past 2^32.
+//! * `tcp-capture-points`: the same exchange captured next to the client,
+//!   next to the server and mid-path (handshake split and TTLs).
+//! * `tcp-cc-reno`: a bulk transfer with periodic losses through a
+//!   NewReno sender (halving, linear regrowth).
 //!
 //! Request/response protocols are driven by [`pipeline`], which keeps up to
 //! N requests outstanding over a [`TcpSim`] and lets a responder produce the
@@ -64,6 +72,22 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "tcp-pathologies",
         "fast and timeout retransmissions, dup ACKs, zero window, reordering, keep-alive",
     ),
+    (
+        "tcp-spurious",
+        "spurious timeout retransmissions: proved by D-SACK, and by an early ACK",
+    ),
+    (
+        "tcp-midstream",
+        "capture starting mid-transfer (no handshake), sequence numbers wrapping",
+    ),
+    (
+        "tcp-capture-points",
+        "one exchange captured near the client, near the server and mid-path",
+    ),
+    (
+        "tcp-cc-reno",
+        "bulk transfer with periodic losses, NewReno sender, RTT 10 ms",
+    ),
 ];
 
 /// Build scenario `name`.
@@ -73,6 +97,10 @@ pub fn build(name: &str, opts: &Options) -> Result<Vec<NetPacket>, String> {
         "smb2-copy" => Ok(smb2_copy(opts, &CopyParams::default())),
         "tcp-basic" => Ok(tcp_basic(opts)),
         "tcp-pathologies" => Ok(tcp_pathologies(opts)),
+        "tcp-spurious" => Ok(tcp_spurious(opts)),
+        "tcp-midstream" => Ok(tcp_midstream(opts)),
+        "tcp-capture-points" => Ok(tcp_capture_points(opts)),
+        "tcp-cc-reno" => Ok(tcp_cc_reno(opts)),
         other => {
             let names: Vec<&str> = SCENARIOS.iter().map(|(n, _)| *n).collect();
             Err(format!(
@@ -1070,4 +1098,190 @@ pub fn tcp_pathologies(opts: &Options) -> Vec<NetPacket> {
     lists.push(sim.into_packets());
 
     merge(lists)
+}
+
+// ---------------------------------------------------------------------------
+// tcp-spurious
+
+/// Spurious retransmissions (client 10.2.0.10, server 10.2.0.5:2049, RTT
+/// 1 ms, client-side capture), one per connection:
+///
+/// * port 811: the client's first call is held 300 ms beyond the capture
+///   point; the client retransmits it after its RTO (~201 ms), the server
+///   gets both and reports the late original with a D-SACK;
+/// * port 812: the same with SACK and timestamps off and a 200.2 ms hold:
+///   the server's answer to the original arrives about 0.25 ms after the
+///   retransmission, far less than the 1 ms RTT its own answer would need.
+pub fn tcp_spurious(opts: &Options) -> Vec<NetPacket> {
+    let t0 = opts.start_ns;
+    let mut fs = nfs3::Server::new(opts.seed, t0);
+    let root = fs.root();
+    let file = fs.add_file(&root, "data.bin", 1 << 16);
+    let rng = Rng::new(opts.seed).fork(0x5b5);
+    let mut s = NfsSession {
+        fs,
+        rpc: RpcClient::new(0x7800_0000, AuthSys::new("client03", 1000, 1000)),
+        rng,
+    };
+    let mut lists = Vec::new();
+    for (port, start, hold, options) in [
+        (811u16, t0, 300_000_000i64, true),
+        (812, t0 + 1_000_000_000, 200_200_000, false),
+    ] {
+        let mut sim = nfs_path_sim(opts, port, start, |c| {
+            c.impairments.push(Impairment {
+                from: Side::Client,
+                nth_data_segment: 0,
+                action: Action::Delay(hold),
+            });
+            for h in [&mut c.client, &mut c.server] {
+                h.sack_permitted = options;
+                h.timestamps = options;
+            }
+        });
+        s.one(&mut sim, Call::Getattr { fh: file });
+        sim.advance_to(sim.now() + 150_000_000);
+        s.one(&mut sim, Call::Getattr { fh: root });
+        sim.close(Side::Client);
+        lists.push(sim.into_packets());
+    }
+    merge(lists)
+}
+
+// ---------------------------------------------------------------------------
+// tcp-midstream
+
+/// Sequence-tracking edge cases (client 10.3.0.10, server 10.3.0.5):
+///
+/// * port 40821 → 5001: a 6 MB download whose first 3 ms (handshake
+///   included) were not captured; the client (window scale 7, 256 KiB
+///   receive buffer) limits the sender, so the scale must be inferred from
+///   the bytes in flight; 10 Gbit/s, RTT 1 ms;
+/// * port 40822 → 5002: a full 1 MB download whose initial sequence numbers
+///   sit just below 2^32, so both directions wrap.
+pub fn tcp_midstream(opts: &Options) -> Vec<NetPacket> {
+    let t0 = opts.start_ns;
+    let client_mac = mac(0x51);
+    let server_mac = mac(0x52);
+    let client = v4(10, 3, 0, 10);
+    let server = v4(10, 3, 0, 5);
+    let mut lists = Vec::new();
+    {
+        let mut cfg = TcpConfig::new(
+            Endpoint::new(client_mac, client, 40821),
+            Endpoint::new(server_mac, server, 5001),
+            1_000_000,
+        );
+        cfg.start_ns = t0 - 3_000_000;
+        cfg.seed = opts.seed ^ 0x821;
+        cfg.bandwidth_bps = 10_000_000_000;
+        cfg.client.rcv_buf = 256 << 10;
+        let mut sim = TcpSim::new(cfg);
+        sim.connect();
+        sim.send(Side::Server, vec![0x4d; 6 << 20]);
+        sim.run();
+        sim.advance_to(sim.now() + 1_000_000);
+        sim.close(Side::Client);
+        lists.push(
+            sim.into_packets()
+                .into_iter()
+                .filter(|p| p.ts_ns >= t0)
+                .collect(),
+        );
+    }
+    {
+        let mut cfg = TcpConfig::new(
+            Endpoint::new(client_mac, client, 40822),
+            Endpoint::new(server_mac, server, 5002),
+            1_000_000,
+        );
+        cfg.start_ns = t0 + 200_000_000;
+        cfg.seed = opts.seed ^ 0x822;
+        cfg.client.isn = Some(0xffff_ff00);
+        cfg.server.isn = Some(0xfff8_0000);
+        let mut sim = TcpSim::new(cfg);
+        sim.connect();
+        sim.send(Side::Client, b"GET /1M\r\n".to_vec());
+        sim.send(Side::Server, vec![0x57; 1 << 20]);
+        sim.run();
+        sim.advance_to(sim.now() + 1_000_000);
+        sim.close(Side::Client);
+        lists.push(sim.into_packets());
+    }
+    merge(lists)
+}
+
+// ---------------------------------------------------------------------------
+// tcp-capture-points
+
+/// The same NFS exchange (512 KiB of READs, RTT 2 ms) on three connections
+/// captured at three places: next to the client (port 831; TTLs 64/61),
+/// next to the server (port 832; TTLs 61/64) and mid-path, 0.4 ms from the
+/// client and 0.6 ms from the server (port 833; TTLs 62/62).
+pub fn tcp_capture_points(opts: &Options) -> Vec<NetPacket> {
+    let t0 = opts.start_ns;
+    let mut fs = nfs3::Server::new(opts.seed, t0);
+    let root = fs.root();
+    let file = fs.add_file(&root, "data.bin", 1 << 20);
+    let rng = Rng::new(opts.seed).fork(0xc9);
+    let mut s = NfsSession {
+        fs,
+        rpc: RpcClient::new(0x7900_0000, AuthSys::new("client04", 1000, 1000)),
+        rng,
+    };
+    let mut lists = Vec::new();
+    for (k, (port, cd, sd, ttl_c, ttl_s)) in [
+        (831u16, 0i64, 1_000_000i64, 64u8, 61u8),
+        (832, 1_000_000, 0, 61, 64),
+        (833, 400_000, 600_000, 62, 62),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut sim = nfs_path_sim(opts, port, t0 + k as i64 * 300_000_000, |c| {
+            c.client_delay_ns = cd;
+            c.server_delay_ns = sd;
+            c.client.ttl = ttl_c;
+            c.server.ttl = ttl_s;
+        });
+        nfs_reads(&mut s, &mut sim, file, 512 << 10, 2);
+        sim.close(Side::Client);
+        lists.push(sim.into_packets());
+    }
+    merge(lists)
+}
+
+// ---------------------------------------------------------------------------
+// tcp-cc-reno
+
+/// An 8 MB download (client 10.4.0.10:40100 from 10.4.0.5:5001, RTT 10 ms,
+/// 1 Gbit/s, 4 MiB receive buffer, client-side capture) through the
+/// simulator's NewReno sender, with server segments lost before the capture
+/// point at data segments 400, 1400, 2400 and 3400: slow start, then four
+/// fast retransmissions, each halving the window, with linear regrowth.
+pub fn tcp_cc_reno(opts: &Options) -> Vec<NetPacket> {
+    let mut cfg = TcpConfig::new(
+        Endpoint::new(mac(0x61), v4(10, 4, 0, 10), 40100),
+        Endpoint::new(mac(0x62), v4(10, 4, 0, 5), 5001),
+        10_000_000,
+    );
+    cfg.start_ns = opts.start_ns;
+    cfg.seed = opts.seed ^ 0xcc;
+    cfg.client.rcv_buf = 4 << 20;
+    cfg.server.ttl = 57;
+    for n in [400, 1400, 2400, 3400] {
+        cfg.impairments.push(Impairment {
+            from: Side::Server,
+            nth_data_segment: n,
+            action: Action::Drop,
+        });
+    }
+    let mut sim = TcpSim::new(cfg);
+    sim.connect();
+    sim.send(Side::Client, b"GET /8M\r\n".to_vec());
+    sim.send(Side::Server, vec![0x43; 8 << 20]);
+    sim.run();
+    sim.advance_to(sim.now() + 1_000_000);
+    sim.close(Side::Client);
+    sim.into_packets()
 }

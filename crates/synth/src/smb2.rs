@@ -20,6 +20,7 @@ pub mod cmd {
     pub const CLOSE: u16 = 0x0006;
     pub const READ: u16 = 0x0008;
     pub const WRITE: u16 = 0x0009;
+    pub const QUERY_INFO: u16 = 0x0010;
 }
 
 /// NTSTATUS values used here.
@@ -483,6 +484,69 @@ pub fn close_response(info: &FileInfo) -> Vec<u8> {
     u32le(&mut v, 0);
     info.encode(&mut v);
     u32le(&mut v, 0x80);
+    v
+}
+
+/// QUERY_INFO classes (InfoType SMB2_0_INFO_FILE).
+pub mod file_info {
+    pub const BASIC: u8 = 4;
+    pub const STANDARD: u8 = 5;
+    pub const NETWORK_OPEN: u8 = 34;
+}
+
+/// QUERY_INFO request for file information `class` (see [`file_info`]).
+pub fn query_info_request(file_id: FileId, class: u8) -> Vec<u8> {
+    let mut v = Vec::new();
+    u16le(&mut v, 41);
+    v.push(1); // SMB2_0_INFO_FILE
+    v.push(class);
+    u32le(&mut v, 4096); // output buffer length
+    u16le(&mut v, 0); // input buffer offset
+    u16le(&mut v, 0);
+    u32le(&mut v, 0); // input buffer length
+    u32le(&mut v, 0); // additional information
+    u32le(&mut v, 0); // flags
+    v.extend_from_slice(&file_id);
+    v.push(0); // the one-byte buffer the structure size counts
+    v
+}
+
+/// QUERY_INFO response for file information `class` about `info`.
+pub fn query_info_response(class: u8, info: &FileInfo) -> Vec<u8> {
+    let mut data = Vec::new();
+    match class {
+        file_info::BASIC => {
+            for t in [
+                info.creation_ns,
+                info.access_ns,
+                info.write_ns,
+                info.change_ns,
+            ] {
+                u64le(&mut data, filetime(t));
+            }
+            u32le(&mut data, 0x80);
+            u32le(&mut data, 0);
+        }
+        file_info::STANDARD => {
+            u64le(&mut data, info.size.div_ceil(4096) * 4096);
+            u64le(&mut data, info.size);
+            u32le(&mut data, 1); // links
+            data.push(0); // delete pending
+            data.push(0); // directory
+            u16le(&mut data, 0);
+        }
+        _ => {
+            // FileNetworkOpenInformation.
+            info.encode(&mut data);
+            u32le(&mut data, 0x80);
+            u32le(&mut data, 0);
+        }
+    }
+    let mut v = Vec::with_capacity(8 + data.len());
+    u16le(&mut v, 9);
+    u16le(&mut v, off(8) as u16);
+    u32le(&mut v, data.len() as u32);
+    v.extend_from_slice(&data);
     v
 }
 

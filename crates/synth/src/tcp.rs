@@ -79,6 +79,9 @@ pub struct HostConfig {
     pub mss: u16,
     /// Window-scale shift offered in the SYN (`None`: option not sent).
     pub window_scale: Option<u8>,
+    /// Initial sequence number (`None`: random from the seed), e.g. near
+    /// 2^32 to make the sequence numbers wrap.
+    pub isn: Option<u32>,
     pub sack_permitted: bool,
     pub timestamps: bool,
     /// Receive buffer, i.e. the largest window advertised.
@@ -103,6 +106,10 @@ pub struct HostConfig {
     /// segment (Linux with GSO mostly behaves so: one skb per send()).
     /// When false, queued messages are packed into full-sized segments.
     pub message_aligned: bool,
+    /// Largest segment handed to the NIC (TSO/GSO), in payload bytes; 0
+    /// for none. A capture taken on this host then shows segments larger
+    /// than the MSS (up to 64 KiB), as tcpdump on a Linux host does.
+    pub tso_max: u32,
 }
 
 impl HostConfig {
@@ -113,6 +120,7 @@ impl HostConfig {
             endpoint,
             mss,
             window_scale: Some(7),
+            isn: None,
             sack_permitted: true,
             timestamps: true,
             rcv_buf: 1 << 20,
@@ -125,6 +133,7 @@ impl HostConfig {
             stack_delay_ns: 6_000,
             close_delay_ns: 60_000,
             message_aligned: true,
+            tso_max: 0,
         }
     }
 
@@ -176,6 +185,31 @@ pub struct TcpConfig {
     pub start_ns: i64,
     pub seed: u64,
     pub impairments: Vec<Impairment>,
+    /// Impairments drawn at random for every original data segment.
+    pub random: RandomImpairments,
+    /// Impairments happen on the client side of the capture point instead
+    /// of the server side (a capture taken on or next to the server): a
+    /// lost client segment is then never captured, a lost server segment
+    /// is captured and retransmitted.
+    pub impair_client_side: bool,
+}
+
+/// Per-segment probabilities (parts per million) of an [`Action`] applied
+/// to original data transmissions, drawn from a generator of their own so
+/// that enabling them does not change any other random choice.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RandomImpairments {
+    pub loss_ppm: u32,
+    pub duplicate_ppm: u32,
+    pub reorder_ppm: u32,
+    /// Extra delay of a reordered segment.
+    pub reorder_delay_ns: i64,
+}
+
+impl RandomImpairments {
+    fn any(&self) -> bool {
+        self.loss_ppm > 0 || self.duplicate_ppm > 0 || self.reorder_ppm > 0
+    }
 }
 
 impl TcpConfig {
@@ -191,6 +225,8 @@ impl TcpConfig {
             start_ns: 0,
             seed: 1,
             impairments: Vec::new(),
+            random: RandomImpairments::default(),
+            impair_client_side: false,
         }
     }
 }
@@ -327,7 +363,10 @@ struct Host {
 impl Host {
     fn new(cfg: HostConfig, rng: &mut Rng) -> Self {
         Host {
-            iss: rng.next_u32(),
+            iss: {
+                let random = rng.next_u32();
+                cfg.isn.unwrap_or(random)
+            },
             established: false,
             closed: false,
             syn_time: 0,
@@ -405,6 +444,18 @@ impl Host {
     fn seg_size(&self) -> u64 {
         let mss = self.cfg.mss.min(self.peer_mss) as u64;
         mss - if self.ts { 12 } else { 0 }
+    }
+
+    /// Largest segment put on the capture: the MSS, or with TSO the
+    /// largest multiple of it within `tso_max` (and an IP packet).
+    fn send_size(&self) -> u64 {
+        let mss = self.seg_size();
+        let tso = (self.cfg.tso_max as u64).min(65_535 - 60 - 40);
+        if tso > mss {
+            tso / mss * mss
+        } else {
+            mss
+        }
     }
 
     fn window_bytes(&self) -> u64 {
@@ -535,12 +586,14 @@ impl Host {
                 end = end.min(e);
             }
         }
-        self.seg_size().min(end - off)
+        self.send_size().min(end - off)
     }
 
     fn trim_buffer(&mut self) {
+        // Drop acknowledged bytes once they are at least half the buffer
+        // (and 256 KiB), so the copy this costs stays below one per byte.
         let done = self.una - self.buf_base;
-        if done > (4 << 20) {
+        if done > (256 << 10) && done as usize * 2 >= self.buf.len() {
             self.buf.drain(..done as usize);
             self.buf_base = self.una;
         }
@@ -566,12 +619,16 @@ pub struct TcpSim {
     next_msg: MsgId,
     delivered: VecDeque<Delivered>,
     data_segs: [usize; 2],
+    random: RandomImpairments,
+    random_rng: Rng,
+    impair_client_side: bool,
     stats: TcpStats,
 }
 
 impl TcpSim {
     pub fn new(cfg: TcpConfig) -> Self {
         let mut rng = Rng::new(cfg.seed);
+        let random_rng = rng.fork(0x001a_9a17);
         let client = Host::new(cfg.client, &mut rng);
         let server = Host::new(cfg.server, &mut rng);
         assert_eq!(
@@ -594,6 +651,9 @@ impl TcpSim {
             next_msg: 0,
             delivered: VecDeque::new(),
             data_segs: [0, 0],
+            random: cfg.random,
+            random_rng,
+            impair_client_side: cfg.impair_client_side,
             stats: TcpStats::default(),
         }
     }
@@ -616,6 +676,45 @@ impl TcpSim {
     /// Packets captured so far, in the order they were produced.
     pub fn packets(&self) -> &[NetPacket] {
         &self.out
+    }
+
+    /// Take the packets captured so far (in the order they were produced,
+    /// which is not quite timestamp order), leaving none. Every packet
+    /// captured later has a timestamp at or after [`TcpSim::next_event_at`]
+    /// at the time of the call, so a streaming writer can merge several
+    /// simulations with a bounded buffer.
+    pub fn take_packets(&mut self) -> Vec<NetPacket> {
+        std::mem::take(&mut self.out)
+    }
+
+    /// Time of the next pending event (possibly a cancelled timer), a lower
+    /// bound for every packet still to be captured; `None` when idle.
+    pub fn next_event_at(&self) -> Option<i64> {
+        self.queue.peek().map(|s| s.at)
+    }
+
+    /// Process the next event if it is due by `until`; false when none is.
+    /// Messages it delivered are then available from
+    /// [`TcpSim::pop_delivered`].
+    pub fn step_due(&mut self, until: i64) -> bool {
+        self.step(Some(until))
+    }
+
+    /// The next delivered message not yet reported.
+    pub fn pop_delivered(&mut self) -> Option<Delivered> {
+        self.delivered.pop_front()
+    }
+
+    /// Schedule the SYN at the current time without running the simulation
+    /// (the non-blocking form of [`TcpSim::connect`]). Data queued before
+    /// the handshake completes is sent once it does.
+    pub fn start_connect(&mut self) {
+        self.schedule(self.now, Ev::Connect);
+    }
+
+    /// `side` closes at `at` (FIN after its queued data), without running.
+    pub fn close_at(&mut self, side: Side, at: i64) {
+        self.schedule(at.max(self.now), Ev::AppClose(side));
     }
 
     /// All captured packets, sorted by timestamp.
@@ -908,6 +1007,7 @@ impl TcpSim {
                 .iter()
                 .find(|imp| imp.from == from && imp.nth_data_segment == n)
                 .map(|imp| imp.action)
+                .or_else(|| self.random_action())
         } else {
             None
         };
@@ -920,18 +1020,21 @@ impl TcpSim {
             ethertype,
             data,
         };
+        // Whether the segment passes the capture point before the place
+        // where impairments happen.
+        let captured_first = (from == Side::Client) != self.impair_client_side;
         match action {
             None => {
                 self.out.push(pkt);
                 self.schedule(arrive, Ev::Arrive(seg));
             }
             Some(Action::Drop) => {
-                if from == Side::Client {
+                if captured_first {
                     self.out.push(pkt);
                 }
             }
             Some(Action::Duplicate) => {
-                if from == Side::Server {
+                if !captured_first {
                     let mut dup = pkt.clone();
                     dup.ts_ns += 1_000;
                     self.out.push(dup);
@@ -942,12 +1045,29 @@ impl TcpSim {
             }
             Some(Action::Delay(d)) => {
                 let mut pkt = pkt;
-                if from == Side::Server {
+                if !captured_first {
                     pkt.ts_ns += d;
                 }
                 self.out.push(pkt);
                 self.schedule(arrive + d, Ev::Arrive(seg));
             }
+        }
+    }
+
+    fn random_action(&mut self) -> Option<Action> {
+        let r = self.random;
+        if !r.any() {
+            return None;
+        }
+        let x = self.random_rng.below(1_000_000) as u32;
+        if x < r.loss_ppm {
+            Some(Action::Drop)
+        } else if x < r.loss_ppm + r.duplicate_ppm {
+            Some(Action::Duplicate)
+        } else if x < r.loss_ppm + r.duplicate_ppm + r.reorder_ppm {
+            Some(Action::Delay(r.reorder_delay_ns))
+        } else {
+            None
         }
     }
 
@@ -1087,7 +1207,7 @@ impl TcpSim {
     fn retransmit(&mut self, s: Side, at: i64) {
         let h = &mut self.hosts[s.idx()];
         let off = h.una;
-        let len = h.seg_limit(off).min(h.nxt - off);
+        let len = h.seg_limit(off).min(h.seg_size()).min(h.nxt - off);
         self.stats.retransmissions += 1;
         let seg = if len > 0 {
             self.data_seg(s, off, len, at)

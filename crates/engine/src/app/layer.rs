@@ -2,10 +2,11 @@
 //! protocol detection by content (or `--decode-as`), and the parser.
 
 use std::collections::HashMap;
+use std::net::IpAddr;
 
-use nastriage_net::{tcp_flags, TcpSegment};
+use nastriage_net::{tcp_flags, IpInfo, TcpSegment, UdpDatagram};
 
-use super::rpc::RpcParser;
+use super::rpc::{RpcParser, SharedRef};
 use super::smb2::Smb2Parser;
 use super::{Ctx, StreamParser};
 use crate::reassembly::{Chunk, Reassembler, Segment};
@@ -35,31 +36,58 @@ struct Flow {
     reasm: [Reassembler; 2],
     app: App,
     fin: [bool; 2],
+    /// Sequence number of each direction's FIN (it consumes one: the
+    /// peer's ACK of it is not an unseen data byte).
+    fin_seq: [Option<u32>; 2],
 }
 
 /// Forced decoding by port (`--decode-as PORT=nfs|smb`).
 pub type DecodeAs = Vec<(u16, AppKind)>;
+
+/// Well-known ports of RPC over UDP (NFS, portmapper, mountd, NLM): a
+/// datagram there that decodes as an RPC message starts a flow even if it
+/// is a reply.
+const RPC_UDP_PORTS: [u16; 5] = [2049, 111, 20048, 635, 4045];
+/// Most UDP flows decoded at once; datagrams of further flows are counted.
+const MAX_UDP_FLOWS: usize = 1 << 16;
+
+type UdpEndpoint = (IpAddr, u16);
+
+/// One RPC-over-UDP flow (address/port pair, either direction).
+struct UdpFlow {
+    /// Sender of direction 0 (the first datagram seen).
+    a: UdpEndpoint,
+    index: u32,
+    parser: RpcParser,
+}
 
 #[derive(Default)]
 pub struct AppLayer {
     flows: HashMap<u32, Flow>,
     decode_as: DecodeAs,
     pub log: TransactionLog,
+    /// State shared by the RPC parsers (file handle → name map).
+    rpc: SharedRef,
+    udp: HashMap<(UdpEndpoint, UdpEndpoint), UdpFlow>,
+    udp_flows: u32,
+    udp_untracked: u64,
 }
 
 fn detect(payload: &[u8]) -> Option<AppKind> {
     if nastriage_proto::rpc_records::looks_like_rpc_call(payload) {
         return Some(AppKind::Rpc);
     }
-    if nastriage_proto::smb2_records::looks_like_smb2_nbss(payload) {
+    if nastriage_proto::smb2_records::looks_like_smb2_nbss(payload)
+        || super::smb2::looks_like_smb_session(payload)
+    {
         return Some(AppKind::Smb);
     }
     None
 }
 
-fn make(kind: AppKind, stream: u32) -> Box<dyn StreamParser> {
+fn make(kind: AppKind, stream: u32, rpc: &SharedRef) -> Box<dyn StreamParser> {
     match kind {
-        AppKind::Rpc => Box::new(RpcParser::new(stream)),
+        AppKind::Rpc => Box::new(RpcParser::new(stream, rpc.clone())),
         AppKind::Smb => Box::new(Smb2Parser::new(stream)),
     }
 }
@@ -79,6 +107,7 @@ impl AppLayer {
             reasm: [Reassembler::default(), Reassembler::default()],
             app: App::Undecided { seen: 0 },
             fin: [false; 2],
+            fin_seq: [None; 2],
         });
         if let App::Undecided { seen } = &mut flow.app {
             if tcp.payload_len > 0 {
@@ -88,7 +117,7 @@ impl AppLayer {
                     .find(|(p, _)| *p == tcp.src_port || *p == tcp.dst_port)
                     .map(|(_, k)| *k);
                 match forced.or_else(|| detect(tcp.payload)) {
-                    Some(kind) => flow.app = App::Parsing(make(kind, stream)),
+                    Some(kind) => flow.app = App::Parsing(make(kind, stream, &self.rpc)),
                     None => {
                         *seen += 1;
                         // A capture that starts mid-connection shows a
@@ -120,7 +149,11 @@ impl AppLayer {
         let mut feed = |dir: u8, c: Chunk<'_>| parser.chunk(dir, c, &mut ctx);
         // Data the peer acknowledged but we never saw is a proven gap.
         if tcp.has(tcp_flags::ACK) {
-            flow.reasm[1 - d].acked(tcp.ack, frame, ts, &mut |c| feed(1 - dir, c));
+            let ack = match flow.fin_seq[1 - d] {
+                Some(f) if tcp.ack == f.wrapping_add(1) => f,
+                _ => tcp.ack,
+            };
+            flow.reasm[1 - d].acked(ack, frame, ts, &mut |c| feed(1 - dir, c));
         }
         let seg = Segment {
             seq: tcp.seq,
@@ -133,6 +166,8 @@ impl AppLayer {
         flow.reasm[d].segment(seg, &mut |c| feed(dir, c));
         if tcp.has(tcp_flags::FIN) {
             flow.fin[d] = true;
+            let syn = tcp.has(tcp_flags::SYN) as u32;
+            flow.fin_seq[d] = Some(tcp.seq.wrapping_add(syn).wrapping_add(tcp.payload_len));
         }
         if tcp.has(tcp_flags::RST) || (flow.fin[0] && flow.fin[1]) {
             self.close(stream);
@@ -156,6 +191,58 @@ impl AppLayer {
         }
     }
 
+    /// Feed one UDP datagram. RPC is recognised by content (a CALL
+    /// header), by a well-known RPC port with a valid RPC message, or by
+    /// `--decode-as PORT=nfs`; each address/port pair is one flow, numbered
+    /// in order of appearance (the `stream` of its transactions).
+    pub fn udp(&mut self, ip: &IpInfo, udp: &UdpDatagram<'_>, frame: u64, ts: i64) {
+        if udp.payload_len == 0 {
+            return;
+        }
+        let src = (ip.src, udp.src_port);
+        let dst = (ip.dst, udp.dst_port);
+        let key = if src <= dst { (src, dst) } else { (dst, src) };
+        if !self.udp.contains_key(&key) {
+            let ports = [udp.src_port, udp.dst_port];
+            let forced = self
+                .decode_as
+                .iter()
+                .any(|(p, k)| *k == AppKind::Rpc && ports.contains(p));
+            let rpc = forced
+                || nastriage_proto::rpc_records::looks_like_rpc_call_header(udp.payload)
+                || (ports.iter().any(|p| RPC_UDP_PORTS.contains(p))
+                    && nastriage_proto::rpc_records::parse_rpc_message(udp.payload).is_ok());
+            if !rpc {
+                return;
+            }
+            if self.udp.len() >= MAX_UDP_FLOWS {
+                self.udp_untracked += 1;
+                return;
+            }
+            let index = self.udp_flows;
+            self.udp_flows += 1;
+            let parser = RpcParser::new_udp(index, [src, dst], self.rpc.clone());
+            self.udp.insert(
+                key,
+                UdpFlow {
+                    a: src,
+                    index,
+                    parser,
+                },
+            );
+        }
+        let Some(flow) = self.udp.get_mut(&key) else {
+            return;
+        };
+        let dir = u8::from(flow.a != src);
+        let mut ctx = Ctx {
+            stream: flow.index,
+            log: &mut self.log,
+        };
+        flow.parser
+            .datagram(dir, udp.payload, udp.payload_len, frame, ts, &mut ctx);
+    }
+
     /// End of capture: flush everything.
     pub fn finish(&mut self) {
         let mut streams: Vec<u32> = self.flows.keys().copied().collect();
@@ -163,5 +250,25 @@ impl AppLayer {
         for s in streams {
             self.close(s);
         }
+        let mut udp: Vec<UdpFlow> = self.udp.drain().map(|(_, f)| f).collect();
+        udp.sort_by_key(|f| f.index);
+        for mut f in udp {
+            let mut ctx = Ctx {
+                stream: f.index,
+                log: &mut self.log,
+            };
+            f.parser.finish(&mut ctx);
+        }
+        if self.udp_untracked > 0 {
+            self.log.warnings.push(format!(
+                "{} RPC-over-UDP datagram(s) were not decoded: more than {MAX_UDP_FLOWS} UDP flows",
+                self.udp_untracked
+            ));
+        }
+        self.rpc.borrow().finish(&mut self.log);
+        // Requests in capture order (parsers emit them as replies arrive).
+        self.log
+            .transactions
+            .sort_by_key(|t| (t.request.first_frame, t.request.last_frame));
     }
 }

@@ -6,6 +6,12 @@
 //! [`seq_analysis::Connection`] per open conversation and records an
 //! [`TcpEvent`] per flagged frame and flag, plus per-stream counts.
 //!
+//! Beyond Wireshark's flags, the same call feeds [`metrics::ConnMetrics`]
+//! (retransmission classes, zero-window episodes, window scaling, RTT,
+//! congestion window, where the time went; see docs/tcp-analysis.md), whose
+//! summary is kept per stream when the connection's state is released, plus
+//! the `tcp_series` bins and, for chosen streams, the `tcp_segments` points.
+//!
 //! Memory: the state of a conversation is a few hundred bytes plus its
 //! un-acknowledged segments (at most [`MAX_UNACKED`] per direction). It is
 //! released when the connection is closed (RST, or FIN both ways and the ACK
@@ -14,17 +20,33 @@
 //! them), and at once when a new SYN reuses the 4-tuple. Counts and events
 //! are kept.
 
+pub mod capture_point;
+pub mod cwnd;
 mod flags;
+pub mod limitation;
+pub mod metrics;
+pub mod reservoir;
+pub mod retrans_class;
+pub mod rtt;
+pub mod segments;
 pub mod seq_analysis;
+pub mod series;
+pub(crate) mod tables;
+pub mod window;
+pub mod zero_window;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
-use nastriage_net::TcpSegment;
+use nastriage_net::{IpInfo, TcpSegment};
 
 use crate::conversations::Assignment;
 pub use flags::{Flag, FlagCounts, FlagSet};
+use metrics::{ConnMetrics, ConnSummary, Input, Sinks};
+use segments::SegmentStore;
 pub use seq_analysis::MAX_UNACKED;
 use seq_analysis::{Connection, Outcome, Seg};
+use series::{Series, SeriesConfig};
+use zero_window::Episode;
 
 /// How long (in capture time) a closed connection's state is kept for
 /// frames that still arrive after the close (Linux's TIME_WAIT).
@@ -79,10 +101,24 @@ impl TcpEvent {
     }
 }
 
+/// Options of the TCP analysis.
+#[derive(Debug, Clone, Default)]
+pub struct TcpAnalysisConfig {
+    /// Streams whose segments go to the `tcp_segments` table.
+    pub segments_for: Vec<u32>,
+    pub series: SeriesConfig,
+}
+
+/// The state of one open conversation.
+struct Live {
+    conn: Connection,
+    metrics: ConnMetrics,
+}
+
 /// The TCP analyser of one pass.
 #[derive(Default)]
 pub struct TcpAnalyzer {
-    live: HashMap<u32, Connection>,
+    live: HashMap<u32, Live>,
     /// (close time, stream) of closed connections still held, oldest first.
     closing: VecDeque<(i64, u32)>,
     /// Streams seen so far (stream indices are dense, in order).
@@ -103,6 +139,13 @@ pub struct TcpAnalysis {
     pub after_release_frames: u64,
     /// Segments not kept in the bounded un-acked lists.
     pub untracked_segments: u64,
+    /// Per stream (index), the metrics summary (None: never analysed).
+    conns: Vec<Option<ConnSummary>>,
+    /// Episodes, series bins and segment points.
+    sinks: Sinks,
+    /// Frames of a stream seen again after its summary was made (they feed
+    /// the series and segments but not the summary).
+    pub after_summary_frames: u64,
 }
 
 impl TcpAnalysis {
@@ -125,11 +168,58 @@ impl TcpAnalysis {
     pub fn flagged_streams(&self) -> impl Iterator<Item = (u32, &FlagCounts)> {
         self.per_stream.iter().map(|(s, c)| (*s, c))
     }
+
+    /// The metrics summary of a stream.
+    pub fn summary(&self, stream: u32) -> Option<&ConnSummary> {
+        self.conns.get(stream as usize).and_then(|c| c.as_ref())
+    }
+
+    /// Zero-window episodes, by stream and start frame.
+    pub fn episodes(&self) -> &[Episode] {
+        &self.sinks.episodes
+    }
+
+    pub fn series(&self) -> &Series {
+        &self.sinks.series
+    }
+
+    pub fn segments(&self) -> &SegmentStore {
+        &self.sinks.segments
+    }
+
+    /// Warnings about bounds reached.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut w = Vec::new();
+        let series = &self.sinks.series;
+        if series.dropped > 0 {
+            w.push(format!(
+                "tcp_series: {} bin(s) left out: more than {} rows (choose a longer interval)",
+                series.dropped,
+                series.rows()
+            ));
+        }
+        w
+    }
 }
 
 impl TcpAnalyzer {
+    pub fn new(cfg: TcpAnalysisConfig) -> Self {
+        let mut t = TcpAnalyzer::default();
+        t.out.sinks.series = Series::new(cfg.series);
+        t.out.sinks.segments = SegmentStore::new(&cfg.segments_for);
+        t
+    }
+
     /// Analyse one TCP frame, after [`crate::conversations::ConversationTable::update`].
-    pub fn update(&mut self, frame: u64, ts: i64, asg: &Assignment, tcp: &TcpSegment<'_>) {
+    /// `ip` gives the TTL and IP ID (duplicate detection, capture point).
+    pub fn update(
+        &mut self,
+        frame: u64,
+        ts: i64,
+        asg: &Assignment,
+        tcp: &TcpSegment<'_>,
+        ip: Option<&IpInfo>,
+    ) {
         self.expire(ts);
         if let Some(old) = asg.replaced {
             self.release(old);
@@ -139,7 +229,11 @@ impl TcpAnalyzer {
         } else if !self.live.contains_key(&asg.stream) {
             self.out.after_release_frames += 1;
         }
-        let conn = self.live.entry(asg.stream).or_default();
+        let live = self.live.entry(asg.stream).or_insert_with(|| Live {
+            conn: Connection::default(),
+            metrics: ConnMetrics::new(asg.stream),
+        });
+        let conn = &mut live.conn;
         let was_closed = conn.is_closed();
         let seg = Seg {
             frame,
@@ -152,7 +246,17 @@ impl TcpAnalyzer {
             wscale: tcp.options.window_scale,
         };
         let o = conn.analyze(asg.dir as usize, &seg, asg.reused_ports);
-        if !was_closed && conn.is_closed() {
+        let closed_now = !was_closed && conn.is_closed();
+        let input = Input {
+            frame,
+            ts,
+            dir: asg.dir as usize,
+            tcp,
+            ip,
+            flags: o.flags.reported(),
+        };
+        live.metrics.update(&input, &mut self.out.sinks);
+        if closed_now {
             self.closing.push_back((ts, asg.stream));
         }
         if !o.flags.is_empty() {
@@ -204,7 +308,7 @@ impl TcpAnalyzer {
                 break;
             }
             self.closing.pop_front();
-            if self.live.get(&stream).is_some_and(|c| c.is_closed()) {
+            if self.live.get(&stream).is_some_and(|c| c.conn.is_closed()) {
                 self.release(stream);
             }
         }
@@ -213,7 +317,23 @@ impl TcpAnalyzer {
     fn release(&mut self, stream: u32) {
         if let Some(c) = self.live.remove(&stream) {
             self.out.released += 1;
-            self.out.untracked_segments += c.untracked();
+            self.out.untracked_segments += c.conn.untracked();
+            self.summarize(stream, c.metrics);
+        }
+    }
+
+    fn summarize(&mut self, stream: u32, m: ConnMetrics) {
+        self.out.untracked_segments += m.untracked();
+        let (summary, episodes) = m.finish();
+        self.out.sinks.episodes.extend(episodes);
+        let i = stream as usize;
+        if self.out.conns.len() <= i {
+            self.out.conns.resize(i + 1, None);
+        }
+        if self.out.conns[i].is_none() {
+            self.out.conns[i] = Some(summary);
+        } else {
+            self.out.after_summary_frames += 1;
         }
     }
 
@@ -223,9 +343,16 @@ impl TcpAnalyzer {
     }
 
     pub fn finish(mut self) -> TcpAnalysis {
-        for c in self.live.values() {
-            self.out.untracked_segments += c.untracked();
+        let mut live: Vec<(u32, Live)> = std::mem::take(&mut self.live).into_iter().collect();
+        live.sort_by_key(|(s, _)| *s);
+        for (stream, c) in live {
+            self.out.untracked_segments += c.conn.untracked();
+            self.summarize(stream, c.metrics);
         }
+        self.out
+            .sinks
+            .episodes
+            .sort_by_key(|e| (e.stream, e.start_frame, e.host_dir));
         self.out
     }
 }
@@ -268,15 +395,15 @@ mod tests {
         let mut t = TcpAnalyzer::default();
         let s = asg(0, 0);
         let r = asg(0, 1);
-        t.update(1, SEC, &s, &seg(100, 0, 0, SYN));
-        t.update(2, SEC, &r, &seg(500, 101, 0, SYN | ACK));
-        t.update(3, SEC, &s, &seg(101, 501, 0, ACK));
-        t.update(4, SEC, &r, &seg(501, 101, 10, ACK));
-        t.update(5, SEC, &s, &seg(101, 511, 0, ACK));
-        t.update(6, SEC, &r, &seg(521, 101, 10, ACK)); // 511..521 lost
-        t.update(7, SEC, &s, &seg(101, 511, 0, ACK));
-        t.update(8, SEC, &s, &seg(101, 511, 0, ACK));
-        t.update(9, SEC, &r, &seg(511, 101, 10, ACK)); // fast retransmission
+        t.update(1, SEC, &s, &seg(100, 0, 0, SYN), None);
+        t.update(2, SEC, &r, &seg(500, 101, 0, SYN | ACK), None);
+        t.update(3, SEC, &s, &seg(101, 501, 0, ACK), None);
+        t.update(4, SEC, &r, &seg(501, 101, 10, ACK), None);
+        t.update(5, SEC, &s, &seg(101, 511, 0, ACK), None);
+        t.update(6, SEC, &r, &seg(521, 101, 10, ACK), None); // 511..521 lost
+        t.update(7, SEC, &s, &seg(101, 511, 0, ACK), None);
+        t.update(8, SEC, &s, &seg(101, 511, 0, ACK), None);
+        t.update(9, SEC, &r, &seg(511, 101, 10, ACK), None); // fast retransmission
         let out = t.finish();
         let rows: Vec<(u64, &str, String)> = out
             .events()
@@ -305,14 +432,20 @@ mod tests {
     #[test]
     fn closed_state_is_released_after_linger_and_reuse() {
         let mut t = TcpAnalyzer::default();
-        t.update(1, SEC, &asg(0, 0), &seg(100, 0, 0, SYN));
-        t.update(2, SEC, &asg(0, 1), &seg(500, 101, 0, RST | ACK));
-        t.update(3, 2 * SEC, &asg(1, 0), &seg(100, 0, 0, SYN));
+        t.update(1, SEC, &asg(0, 0), &seg(100, 0, 0, SYN), None);
+        t.update(2, SEC, &asg(0, 1), &seg(500, 101, 0, RST | ACK), None);
+        t.update(3, 2 * SEC, &asg(1, 0), &seg(100, 0, 0, SYN), None);
         assert_eq!(t.live_connections(), 2, "closed state lingers");
         // A late frame within the linger time still uses the old state.
-        t.update(4, 30 * SEC, &asg(0, 1), &seg(500, 101, 0, RST | ACK));
+        t.update(4, 30 * SEC, &asg(0, 1), &seg(500, 101, 0, RST | ACK), None);
         assert_eq!(t.live_connections(), 2);
-        t.update(5, SEC + CLOSED_LINGER_NS, &asg(1, 0), &seg(101, 0, 0, ACK));
+        t.update(
+            5,
+            SEC + CLOSED_LINGER_NS,
+            &asg(1, 0),
+            &seg(101, 0, 0, ACK),
+            None,
+        );
         assert_eq!(t.live_connections(), 1, "released after the linger time");
         // Port reuse releases the replaced conversation at once.
         let reuse = Assignment {
@@ -321,9 +454,9 @@ mod tests {
             reused_ports: true,
             replaced: Some(1),
         };
-        t.update(6, 100 * SEC, &reuse, &seg(9000, 0, 0, SYN));
+        t.update(6, 100 * SEC, &reuse, &seg(9000, 0, 0, SYN), None);
         assert_eq!(t.live_connections(), 1);
-        t.update(7, 100 * SEC, &asg(0, 0), &seg(101, 501, 0, ACK));
+        t.update(7, 100 * SEC, &asg(0, 0), &seg(101, 501, 0, ACK), None);
         let out = t.finish();
         assert_eq!(out.released, 2);
         assert_eq!(out.after_release_frames, 1);

@@ -1,0 +1,256 @@
+//! NFSv4.x COMPOUNDs: every operation walked, the COMPOUND reported as its
+//! principal operation (the proto crate's rule: first operation that is not
+//! SEQUENCE/PUTFH/PUTROOTFH/PUTPUBFH/GETATTR/GETFH/SAVEFH/RESTOREFH, else
+//! the first GETATTR, else the first operation), with the SEQUENCE slot and
+//! session, per-operation status and paths followed through
+//! PUTROOTFH/PUTFH/LOOKUP/LOOKUPP/OPEN/CREATE/SAVEFH/RESTOREFH so that
+//! GETFH results can be named.
+
+use nastriage_proto::nfs4_records::{
+    nfs4_op_name, nfs4_status_name, parse_compound4_args, parse_compound4_res, principal_op_index,
+    Nfs4OpArgs, Nfs4OpRes, OP_LOOKUPP, OP_PUTPUBFH, OP_PUTROOTFH, OP_RESTOREFH, OP_SAVEFH,
+};
+use nastriage_proto::ParseError;
+
+use super::decode::{ReplyCtx, Want};
+use super::names::{join, parent, NameMap};
+use crate::transactions::Transaction;
+
+type Res = Result<(), ParseError>;
+
+fn set_principal(tx: &mut Transaction, opnums: &[u32]) -> Option<usize> {
+    let principal = principal_op_index(opnums);
+    match principal.and_then(|i| opnums.get(i)) {
+        Some(&op) => {
+            tx.op = nfs4_op_name(op).to_string();
+            tx.op_code = op;
+        }
+        None => {
+            tx.op = "COMPOUND".to_string();
+            tx.op_code = 1;
+        }
+    }
+    principal
+}
+
+fn names_joined(ops: impl Iterator<Item = u32>) -> String {
+    let mut s = String::new();
+    for op in ops {
+        if !s.is_empty() {
+            s.push(',');
+        }
+        s.push_str(nfs4_op_name(op));
+    }
+    s
+}
+
+/// COMPOUND4args into `tx`.
+pub fn call(tx: &mut Transaction, rc: &mut ReplyCtx, args: &[u8], names: &NameMap) -> Res {
+    let a = parse_compound4_args(args)?;
+    tx.minor_version = a.minorversion;
+    // Operations decoded, plus the one decoding stopped at if its number
+    // was read: the principal op is chosen among what the call names.
+    let mut opnums = a.opnums();
+    if let Some(op) = a.stopped.and_then(|s| s.op) {
+        opnums.push(op);
+    }
+    tx.compound_ops = Some(names_joined(opnums.iter().copied()));
+    let principal = set_principal(tx, &opnums);
+
+    // Follow the current handle's path through the operations.
+    let mut cur: Option<String> = None;
+    let mut cur_fh: Option<&[u8]> = None;
+    let mut saved: (Option<String>, Option<&[u8]>) = (None, None);
+    let mut paths = Vec::with_capacity(a.ops.len());
+    let mut has_getfh = false;
+    for (i, o) in a.ops.iter().enumerate() {
+        let before = cur.clone();
+        match &o.args {
+            Nfs4OpArgs::PutFh { fh } => {
+                cur_fh = Some(fh);
+                cur = names.get(fh).map(str::to_string);
+            }
+            Nfs4OpArgs::Lookup { name } => {
+                cur = join(cur.as_deref(), name);
+                cur_fh = None;
+            }
+            Nfs4OpArgs::Open { name, .. } => {
+                if let Some(n) = name {
+                    cur = join(cur.as_deref(), n);
+                    cur_fh = None;
+                }
+            }
+            Nfs4OpArgs::Create { name, .. } => {
+                cur = join(cur.as_deref(), name);
+                cur_fh = None;
+            }
+            _ => match o.op {
+                OP_PUTROOTFH | OP_PUTPUBFH => {
+                    cur = Some("/".to_string());
+                    cur_fh = None;
+                }
+                OP_LOOKUPP => {
+                    cur = cur.as_deref().and_then(parent);
+                    cur_fh = None;
+                }
+                OP_SAVEFH => saved = (cur.clone(), cur_fh),
+                OP_RESTOREFH => (cur, cur_fh) = saved.clone(),
+                _ => {}
+            },
+        }
+        has_getfh |= o.op == nastriage_proto::nfs4_records::OP_GETFH;
+        if Some(i) == principal {
+            if tx.file_handle.is_none() {
+                tx.file_handle = cur_fh.map(<[u8]>::to_vec);
+            }
+            tx.file_name = match &o.args {
+                Nfs4OpArgs::Lookup { .. } | Nfs4OpArgs::Create { .. } => cur.clone(),
+                Nfs4OpArgs::Open { name: Some(_), .. } => cur.clone(),
+                Nfs4OpArgs::Remove { name } | Nfs4OpArgs::Link { name } => {
+                    join(before.as_deref(), name)
+                }
+                Nfs4OpArgs::Rename { old, .. } => join(before.as_deref(), old),
+                _ => before.clone(),
+            };
+            match &o.args {
+                Nfs4OpArgs::Read { offset, count, .. } => {
+                    tx.offset = Some(*offset);
+                    tx.count = Some(u64::from(*count));
+                }
+                Nfs4OpArgs::Write {
+                    offset,
+                    stable,
+                    data_len,
+                    ..
+                } => {
+                    tx.offset = Some(*offset);
+                    tx.count = Some(u64::from(*data_len));
+                    tx.stable = Some(*stable);
+                }
+                Nfs4OpArgs::Commit { offset, count } => {
+                    tx.offset = Some(*offset);
+                    tx.count = Some(u64::from(*count));
+                }
+                _ => {}
+            }
+        }
+        if let Nfs4OpArgs::Sequence {
+            session_id,
+            slot_id,
+            highest_slot_id,
+            ..
+        } = &o.args
+        {
+            tx.session = Some(session_id.to_vec());
+            tx.slot = Some(*slot_id);
+            tx.highest_slot = Some(*highest_slot_id);
+        }
+        paths.push(cur.clone());
+    }
+    if !has_getfh {
+        paths.clear();
+    }
+    let cut = a.stopped.is_some_and(|s| s.error == ParseError::Incomplete);
+    rc.want = Want::Compound {
+        paths,
+        ops: opnums,
+        principal,
+        cut,
+    };
+    match a.stopped {
+        Some(s) => Err(s.error),
+        None => Ok(()),
+    }
+}
+
+/// COMPOUND4res into `tx`.
+pub fn reply(tx: &mut Transaction, rc: &ReplyCtx, res: &[u8], names: &mut NameMap) -> Res {
+    let r = match parse_compound4_res(res) {
+        Ok(r) => r,
+        Err(e) => {
+            if let Ok(s) = nastriage_proto::XdrCursor::new(res).u32() {
+                tx.status = Some(s);
+                tx.status_name = Some(nfs4_status_name(s).to_string());
+            }
+            return Err(e);
+        }
+    };
+    tx.status = Some(r.status);
+    tx.status_name = Some(nfs4_status_name(r.status).to_string());
+    let mut st = String::new();
+    for o in &r.ops {
+        if !st.is_empty() {
+            st.push(',');
+        }
+        st.push_str(nfs4_status_name(o.status));
+    }
+    tx.compound_status = Some(st);
+    let (paths, principal) = match &rc.want {
+        Want::Compound {
+            paths,
+            ops,
+            principal,
+            cut,
+        } => {
+            // The call was cut before all its operations: the reply names
+            // them too (up to the first that failed).
+            let mut res_ops = r.opnums();
+            if let Some(op) = r.stopped.and_then(|s| s.op) {
+                res_ops.push(op);
+            }
+            if *cut && res_ops.len() > ops.len() && res_ops.starts_with(ops) {
+                tx.compound_ops = Some(names_joined(res_ops.iter().copied()));
+                (paths.as_slice(), set_principal(tx, &res_ops))
+            } else {
+                (paths.as_slice(), *principal)
+            }
+        }
+        _ => (&[][..], None),
+    };
+    for (i, o) in r.ops.iter().enumerate() {
+        match &o.res {
+            Nfs4OpRes::GetFh { fh } => {
+                if let Some(Some(p)) = paths.get(i) {
+                    names.insert(fh, p.clone());
+                }
+                if tx.file_handle.is_none() {
+                    tx.file_handle = Some(fh.clone());
+                }
+            }
+            Nfs4OpRes::Sequence {
+                session_id,
+                slot_id,
+                highest_slot_id,
+                target_highest_slot_id,
+                ..
+            } => {
+                tx.target_highest_slot = Some(*target_highest_slot_id);
+                if tx.session.is_none() {
+                    tx.session = Some(session_id.to_vec());
+                    tx.slot = Some(*slot_id);
+                    tx.highest_slot = Some(*highest_slot_id);
+                }
+            }
+            Nfs4OpRes::Read { eof, data_len, .. } if Some(i) == principal => {
+                tx.reply_count = Some(u64::from(*data_len));
+                tx.eof = Some(*eof);
+            }
+            Nfs4OpRes::Write { count, committed } if Some(i) == principal => {
+                tx.reply_count = Some(u64::from(*count));
+                tx.committed = Some(*committed);
+            }
+            _ => {}
+        }
+    }
+    if tx.file_name.is_none() {
+        tx.file_name = tx
+            .file_handle
+            .as_deref()
+            .and_then(|fh| names.get(fh))
+            .map(str::to_string);
+    }
+    match r.stopped {
+        Some(s) => Err(s.error),
+        None => Ok(()),
+    }
+}

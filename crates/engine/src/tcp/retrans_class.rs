@@ -1,0 +1,432 @@
+//! Why each retransmission happened.
+//!
+//! Every frame Wireshark flags `retransmission` (including its fast and
+//! spurious retransmissions) gets exactly one class, tested in this order:
+//!
+//! 1. `network_duplicate`: the same IP ID and the same payload as one of the
+//!    last [`RECENT_TX`] transmissions of that direction: the network (or a
+//!    SPAN port) delivered one packet twice; the sender did not retransmit.
+//!    Only where the direction's IP IDs vary (IPv6 and hosts sending ID 0
+//!    cannot be told apart). Out-of-order frames that are exact duplicates
+//!    count here too.
+//! 2. `spurious`: the data was already acknowledged when it was sent
+//!    (Wireshark's `spurious_retransmission`) — or proved unneeded later:
+//!    by a D-SACK (RFC 2883, RFC 3708: a SACK block below the cumulative
+//!    ACK, or inside the second block) covering it, or by the first ACK
+//!    covering it arriving too early to be its answer: it echoes an older
+//!    TSval than the retransmission's (the Eifel test, RFC 3522), or,
+//!    without timestamps (or with equal TSvals), it came sooner than half
+//!    the smallest far-side RTT after the retransmission. (Half, not all:
+//!    near the receiver the far side is only the receiver's ACK delay,
+//!    whose jitter would otherwise prove genuine retransmissions spurious.)
+//! 3. `fast`: Wireshark's `fast_retransmission`, or sent after at least two
+//!    duplicate ACKs, or while the receiver SACKs data above the
+//!    acknowledged point, or during a loss recovery started by a fast
+//!    retransmission (later holes of the same window).
+//! 4. `timeout`: anything else: the retransmission timer (or a tail-loss
+//!    probe) fired. Its *stall* is the time since the direction's previous
+//!    transmission.
+//!
+//! Losses are located with respect to the capture point: a retransmission
+//! whose original was captured was lost *after* it (or between it and the
+//! receiver); one that fills a gap (Wireshark's `lost_segment`) was lost
+//! *before* it; otherwise (original sent before the capture started, or not
+//! tracked) the place is unknown. Spurious retransmissions and duplicates
+//! are not losses and have no place.
+
+use std::collections::VecDeque;
+
+/// Recent transmissions remembered per direction for duplicate detection.
+pub const RECENT_TX: usize = 64;
+/// Retransmissions remembered per direction, waiting for a spurious proof.
+pub const RECENT_RTX: usize = 64;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum RetransClass {
+    Timeout = 0,
+    Fast,
+    Spurious,
+    NetworkDuplicate,
+}
+
+impl RetransClass {
+    pub const ALL: [RetransClass; 4] = [
+        RetransClass::Timeout,
+        RetransClass::Fast,
+        RetransClass::Spurious,
+        RetransClass::NetworkDuplicate,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            RetransClass::Timeout => "timeout",
+            RetransClass::Fast => "fast",
+            RetransClass::Spurious => "spurious",
+            RetransClass::NetworkDuplicate => "network_duplicate",
+        }
+    }
+}
+
+/// Where a lost segment was lost, relative to the capture point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum LossSite {
+    BeforeCapture = 0,
+    AfterCapture,
+    Unknown,
+}
+
+/// What is known when a retransmission is seen.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Evidence {
+    pub network_duplicate: bool,
+    /// All of it was below the peer's cumulative ACK.
+    pub already_acked: bool,
+    pub wireshark_fast: bool,
+    pub dup_acks: u32,
+    pub sacked_above: bool,
+    pub in_fast_recovery: bool,
+}
+
+pub fn classify(e: &Evidence) -> RetransClass {
+    if e.network_duplicate {
+        RetransClass::NetworkDuplicate
+    } else if e.already_acked {
+        RetransClass::Spurious
+    } else if e.wireshark_fast || e.dup_acks >= 2 || e.sacked_above || e.in_fast_recovery {
+        RetransClass::Fast
+    } else {
+        RetransClass::Timeout
+    }
+}
+
+/// A fast, non-cryptographic hash of the captured payload.
+pub fn payload_hash(p: &[u8]) -> u64 {
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut h: u64 = p.len() as u64;
+    let mut chunks = p.chunks_exact(8);
+    for c in &mut chunks {
+        let w = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+        h = (h ^ w).wrapping_mul(K).rotate_left(29);
+    }
+    for b in chunks.remainder() {
+        h = (h ^ u64::from(*b)).wrapping_mul(K).rotate_left(29);
+    }
+    h
+}
+
+/// Per-direction counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RetransCounts {
+    pub by_class: [u64; 4],
+    /// Lost before / after the capture point / place unknown.
+    pub by_site: [u64; 3],
+    /// Timeout retransmissions: largest and total stall before them.
+    pub stall_max_ns: i64,
+    pub stall_sum_ns: i64,
+    pub stalls: u64,
+    /// D-SACK blocks received for this direction's data.
+    pub dsacks: u64,
+}
+
+impl RetransCounts {
+    pub fn get(&self, c: RetransClass) -> u64 {
+        self.by_class[c as usize]
+    }
+    pub fn total(&self) -> u64 {
+        self.by_class.iter().sum()
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Tx {
+    start: i64,
+    len: u32,
+    ip_id: u32,
+    hash: u64,
+}
+
+/// A retransmission still open to being proved spurious.
+#[derive(Debug, Clone, Copy)]
+struct Rtx {
+    start: i64,
+    end: i64,
+    ts: i64,
+    tsval: Option<u32>,
+    class: RetransClass,
+    site: Option<LossSite>,
+    /// Index of its row in the segments store, if recorded.
+    seg: Option<usize>,
+    /// The first ACK covering it has been checked.
+    acked: bool,
+}
+
+/// A class change, for the caller's other records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reclassified {
+    pub seg: Option<usize>,
+    pub from: RetransClass,
+}
+
+/// Retransmission bookkeeping of one direction.
+#[derive(Debug, Clone, Default)]
+pub struct RetransTracker {
+    pub counts: RetransCounts,
+    recent_tx: VecDeque<Tx>,
+    recent_rtx: VecDeque<Rtx>,
+}
+
+#[inline]
+fn ts_lt(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) < 0
+}
+
+impl RetransTracker {
+    /// Remember a transmission (original or not) for duplicate detection.
+    pub fn note_tx(&mut self, start: i64, len: u32, ip_id: u32, hash: u64) {
+        if self.recent_tx.len() == RECENT_TX {
+            self.recent_tx.pop_front();
+        }
+        self.recent_tx.push_back(Tx {
+            start,
+            len,
+            ip_id,
+            hash,
+        });
+    }
+
+    /// Same start, length, IP ID and payload as a recent transmission.
+    pub fn is_duplicate(&self, start: i64, len: u32, ip_id: u32, hash: u64) -> bool {
+        self.recent_tx
+            .iter()
+            .rev()
+            .any(|t| t.start == start && t.len == len && t.ip_id == ip_id && t.hash == hash)
+    }
+
+    /// Count a retransmission; `stall_ns` for timeouts.
+    #[allow(clippy::too_many_arguments)]
+    pub fn record(
+        &mut self,
+        class: RetransClass,
+        site: Option<LossSite>,
+        start: i64,
+        end: i64,
+        ts: i64,
+        tsval: Option<u32>,
+        stall_ns: Option<i64>,
+        seg: Option<usize>,
+    ) {
+        self.counts.by_class[class as usize] += 1;
+        if let Some(s) = site {
+            self.counts.by_site[s as usize] += 1;
+        }
+        if class == RetransClass::Timeout {
+            if let Some(st) = stall_ns {
+                self.counts.stall_max_ns = self.counts.stall_max_ns.max(st);
+                self.counts.stall_sum_ns += st;
+                self.counts.stalls += 1;
+            }
+        }
+        if matches!(class, RetransClass::Timeout | RetransClass::Fast) {
+            if self.recent_rtx.len() == RECENT_RTX {
+                self.recent_rtx.pop_front();
+            }
+            self.recent_rtx.push_back(Rtx {
+                start,
+                end,
+                ts,
+                tsval,
+                class,
+                site,
+                seg,
+                acked: false,
+            });
+        }
+    }
+
+    fn make_spurious(counts: &mut RetransCounts, r: &mut Rtx) -> Reclassified {
+        let from = r.class;
+        counts.by_class[from as usize] -= 1;
+        counts.by_class[RetransClass::Spurious as usize] += 1;
+        if let Some(s) = r.site.take() {
+            counts.by_site[s as usize] -= 1;
+        }
+        r.class = RetransClass::Spurious;
+        Reclassified { seg: r.seg, from }
+    }
+
+    /// A D-SACK block [l, r) for this direction's data: the latest
+    /// retransmission it overlaps was not needed.
+    pub fn on_dsack(&mut self, l: i64, r: i64) -> Option<Reclassified> {
+        self.counts.dsacks += 1;
+        let counts = &mut self.counts;
+        let rtx = self
+            .recent_rtx
+            .iter_mut()
+            .rev()
+            .find(|x| x.class != RetransClass::Spurious && x.start < r && l < x.end)?;
+        Some(Self::make_spurious(counts, rtx))
+    }
+
+    /// The peer acknowledged up to `ack` at `ts` (echoing `tsecr`). The first
+    /// ACK covering a retransmission proves it spurious when it answers the
+    /// original: an older TSval echoed, or (timestamps absent or equal) less
+    /// than half `far_min_ns` after the retransmission.
+    pub fn on_ack(
+        &mut self,
+        ack: i64,
+        ts: i64,
+        tsecr: Option<u32>,
+        far_min_ns: Option<i64>,
+    ) -> Vec<Reclassified> {
+        let mut out = Vec::new();
+        let counts = &mut self.counts;
+        for r in self.recent_rtx.iter_mut() {
+            if r.acked || r.end > ack {
+                continue;
+            }
+            r.acked = true;
+            if r.class == RetransClass::Spurious {
+                continue;
+            }
+            let early = match (tsecr, r.tsval) {
+                (Some(e), Some(v)) if e != v => ts_lt(e, v),
+                _ => far_min_ns.is_some_and(|m| 2 * (ts - r.ts) < m),
+            };
+            if early {
+                out.push(Self::make_spurious(counts, r));
+            }
+        }
+        // Forget what can no longer be proved spurious by an early ACK and
+        // is too old for a D-SACK to matter.
+        while self
+            .recent_rtx
+            .front()
+            .is_some_and(|r| r.acked && ts - r.ts > 10_000_000_000)
+        {
+            self.recent_rtx.pop_front();
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use RetransClass::*;
+
+    #[test]
+    fn classification_order() {
+        let e = Evidence::default();
+        assert_eq!(classify(&e), Timeout);
+        assert_eq!(classify(&Evidence { dup_acks: 2, ..e }), Fast);
+        assert_eq!(classify(&Evidence { dup_acks: 1, ..e }), Timeout);
+        assert_eq!(
+            classify(&Evidence {
+                sacked_above: true,
+                ..e
+            }),
+            Fast
+        );
+        assert_eq!(
+            classify(&Evidence {
+                in_fast_recovery: true,
+                ..e
+            }),
+            Fast
+        );
+        assert_eq!(
+            classify(&Evidence {
+                wireshark_fast: true,
+                already_acked: true,
+                ..e
+            }),
+            Spurious
+        );
+        assert_eq!(
+            classify(&Evidence {
+                network_duplicate: true,
+                already_acked: true,
+                ..e
+            }),
+            NetworkDuplicate
+        );
+    }
+
+    #[test]
+    fn duplicates_need_same_id_and_payload() {
+        let mut t = RetransTracker::default();
+        let h = payload_hash(b"hello world, twelve");
+        t.note_tx(100, 19, 7, h);
+        assert!(t.is_duplicate(100, 19, 7, h));
+        assert!(!t.is_duplicate(100, 19, 8, h));
+        assert!(!t.is_duplicate(100, 19, 7, payload_hash(b"hello world, twelvE")));
+        for i in 0..RECENT_TX as i64 {
+            t.note_tx(1000 + i, 1, 1, 1);
+        }
+        assert!(!t.is_duplicate(100, 19, 7, h), "forgotten");
+        assert_ne!(payload_hash(b""), payload_hash(b"\0"));
+    }
+
+    #[test]
+    fn dsack_makes_a_retransmission_spurious() {
+        let mut t = RetransTracker::default();
+        t.record(
+            Timeout,
+            Some(LossSite::AfterCapture),
+            100,
+            200,
+            5,
+            None,
+            Some(200),
+            Some(9),
+        );
+        assert_eq!(t.counts.by_site, [0, 1, 0]);
+        assert_eq!((t.counts.stall_max_ns, t.counts.stalls), (200, 1));
+        assert_eq!(t.on_dsack(300, 400), None);
+        let r = t.on_dsack(100, 200).unwrap();
+        assert_eq!(
+            r,
+            Reclassified {
+                seg: Some(9),
+                from: Timeout
+            }
+        );
+        assert_eq!(t.counts.get(Timeout), 0);
+        assert_eq!(t.counts.get(Spurious), 1);
+        assert_eq!(t.counts.by_site, [0, 0, 0]);
+        assert_eq!(t.counts.dsacks, 2);
+        assert_eq!(t.on_dsack(100, 200), None, "only once");
+        assert_eq!(t.counts.total(), 1);
+    }
+
+    #[test]
+    fn early_ack_by_timestamp_or_time() {
+        let mut t = RetransTracker::default();
+        t.record(Timeout, None, 0, 10, 1000, Some(50), Some(1), None);
+        // The ACK echoes TSval 49 (the original's): spurious.
+        assert_eq!(t.on_ack(10, 1100, Some(49), Some(10_000)).len(), 1);
+        let mut t = RetransTracker::default();
+        t.record(Fast, None, 0, 10, 1000, Some(50), None, None);
+        // Echoes the retransmission's TSval: genuine, even if fast.
+        assert!(t.on_ack(10, 1001, Some(51), Some(10_000)).is_empty());
+        // Only the first covering ACK counts.
+        assert!(t.on_ack(20, 1002, Some(49), Some(10_000)).is_empty());
+        let mut t = RetransTracker::default();
+        t.record(Timeout, None, 0, 10, 1000, None, None, None);
+        assert!(t.on_ack(5, 1001, None, Some(500)).is_empty(), "not covered");
+        assert_eq!(t.on_ack(10, 1200, None, Some(500)).len(), 1);
+        assert_eq!(t.counts.get(Spurious), 1);
+        let mut t = RetransTracker::default();
+        t.record(Timeout, None, 0, 10, 1000, None, None, None);
+        assert!(
+            t.on_ack(10, 1300, None, Some(500)).is_empty(),
+            "not under half"
+        );
+        let mut t = RetransTracker::default();
+        t.record(Timeout, None, 0, 10, 1000, None, None, None);
+        assert!(t.on_ack(10, 1600, None, Some(500)).is_empty());
+        assert!(t.on_ack(10, 1600, None, None).is_empty());
+    }
+}
