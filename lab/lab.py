@@ -44,6 +44,20 @@ CGROUP_CPU = Path("/sys/fs/cgroup/cpu")
 CGROUP_CPU_V2 = Path("/sys/fs/cgroup")
 
 
+
+def wait_until_stable(paths: list[Path], quiet_s: float, limit_s: float) -> None:
+    """Return once none of `paths` has grown for `quiet_s` (at most `limit_s`)."""
+    deadline = time.monotonic() + limit_s
+    sizes = None
+    stable_since = time.monotonic()
+    while time.monotonic() < deadline:
+        now = [p.stat().st_size if p.exists() else 0 for p in paths]
+        if now != sizes:
+            sizes, stable_since = now, time.monotonic()
+        elif time.monotonic() - stable_since >= quiet_s:
+            return
+        time.sleep(0.1)
+
 def log(msg: str) -> None:
     ts = time.strftime("%H:%M:%S")
     print(f"[lab {ts}] {msg}", file=sys.stderr, flush=True)
@@ -610,7 +624,8 @@ LOG {{ Default_Log_Level = EVENT; }}
     def start_capture(self, role: str, path: Path, snaplen: int) -> subprocess.Popen:
         dev = {"client": "c0", "server": "s0"}[role]
         p = self.start(f"tcpdump-{role}", role, [
-            "tcpdump", "-i", dev, "-n", "-U", "-B", "32768", "-s", str(snaplen), "-Z", "root",
+            "tcpdump", "-i", dev, "-n", "-U", "--immediate-mode", "-B", "32768",
+            "-s", str(snaplen), "-Z", "root",
             "-w", str(path), "ip"], cpus=self.cap_cpus, stderr=subprocess.PIPE,
             stdout=subprocess.DEVNULL)
         assert p.stderr is not None
@@ -798,24 +813,34 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def client_command(lab: Lab, sc: dict, size: int, local: Path) -> list[str]:
+def client_command(lab: Lab, sc: dict, size: int, local: Path,
+                   file_name: str = FILE_NAME, probes: tuple[str, ...] = ()) -> list[str]:
     proto, op, client = sc["protocol"], sc["op"], sc["client"]
+    if probes and client != "loadgen":
+        raise ValueError("--probe-name needs a loadgen scenario")
     if client == "smbclient":
         maxp = sc.get("smb_max_protocol", "SMB3")
-        cmd = f"get {FILE_NAME} {local}" if op == "read" else f"put {local} {FILE_NAME}"
+        if any(c in file_name for c in '";'):
+            raise ValueError("smbclient cannot name a file with '\"' or ';' (use a loadgen scenario)")
+        name = f'"{file_name}"'
+        cmd = f"get {name} {local}" if op == "read" else f"put {local} {name}"
         return ["smbclient", f"//{SERVER_IP}/share", "-N", "-m", maxp, "-c", cmd]
     if client == "nfs-cp":
-        url = f"nfs://{SERVER_IP}/export/{FILE_NAME}"
+        if any(c in file_name for c in "?#% "):
+            raise ValueError("nfs-cp takes a URL: no '?', '#', '%' or space (use a loadgen scenario)")
+        url = f"nfs://{SERVER_IP}/export/{file_name}"
         if proto == "nfs4":
             url += "?version=4"
         return ["nfs-cp", url, str(local)] if op == "read" else ["nfs-cp", str(local), url]
     if client == "loadgen":
         argv = [PYTHON, str(HERE / "loadgen.py"), "smb2" if proto == "smb2" else "nfs3",
-                "--server", SERVER_IP, "--op", op, "--file", FILE_NAME,
+                "--server", SERVER_IP, "--op", op, "--file", file_name,
                 "--outstanding", str(sc.get("outstanding", 1)),
                 "--io-size", str(sc.get("io_size", 65536)), "--bytes", str(size),
                 "--max-seconds", "120", "--json", str(lab.work / "loadgen.json")]
         argv += ["--share", "share"] if proto == "smb2" else ["--export", "/export"]
+        for probe in probes:
+            argv += ["--probe", probe]
         return argv
     raise ValueError(client)
 
@@ -844,6 +869,9 @@ def run_scenario(name: str, args: argparse.Namespace, tag: str) -> dict:
     if sc.get("starve") and sc["starve"].get("mode") not in ("stop", "cgroup"):
         raise RuntimeError(f"starve needs mode stop or cgroup: {sc['starve']}")
     size = int(float(args.size if args.size is not None else sc["size"]) * 1024 * 1024)
+    file_name = args.file_name
+    if not file_name or "/" in file_name or "\0" in file_name or file_name in (".", ".."):
+        raise ValueError(f"--file-name must be one path component, not {file_name!r}")
     snaplen = args.snaplen
     client_snaplen = args.client_snaplen or snaplen
     server_snaplen = args.server_snaplen or snaplen
@@ -878,7 +906,7 @@ def run_scenario(name: str, args: argparse.Namespace, tag: str) -> dict:
             port = 2049
         local = lab.work / ("client-" + FILE_NAME)
         if sc["op"] == "read":
-            digest = write_random(export / FILE_NAME, size, name)
+            digest = write_random(export / file_name, size, name)
         else:
             digest = write_random(local, size, name)
         lab.tcp_probe(port)
@@ -892,13 +920,17 @@ def run_scenario(name: str, args: argparse.Namespace, tag: str) -> dict:
         if sc.get("starve", {}).get("mode") == "stop":
             lab.starver = Starver(lab, sc["starve"])
             lab.starver.start()
-        argv = client_command(lab, sc, size, local)
+        argv = client_command(lab, sc, size, local, file_name, tuple(args.probe_name))
         t0 = time.monotonic()
         cp = lab.sh("client", *argv, check=False, timeout=args.timeout, cpus=lab.app_cpus)
         elapsed = time.monotonic() - t0
         if lab.starver:
             lab.starver.stop()
         time.sleep(0.3)  # let the last ACKs / FINs reach both captures
+        # tcpdump (on its own CPU) may lag behind a fast transfer; SIGINT
+        # stops it at once and what it has not read yet is lost. Wait until
+        # both capture files stop growing (bounded).
+        wait_until_stable([out / "client.pcap", out / "server.pcap"], quiet_s=0.5, limit_s=15)
         cinfo = lab.stop_capture(cap_c)
         sinfo = lab.stop_capture(cap_s)
         (lab.work / "client.out").write_text(cp.stdout + cp.stderr)
@@ -906,7 +938,7 @@ def run_scenario(name: str, args: argparse.Namespace, tag: str) -> dict:
             raise RuntimeError(f"client failed ({cp.returncode}): {(cp.stdout + cp.stderr)[-800:]}")
         # verify the data really moved
         if sc["client"] != "loadgen":
-            got = local if sc["op"] == "read" else export / FILE_NAME
+            got = local if sc["op"] == "read" else export / file_name
             if not got.exists() or sha256_file(got) != digest:
                 raise RuntimeError(f"transferred file differs from the original ({got})")
         lg = {}
@@ -975,6 +1007,8 @@ def make_label(name, sc, args, size, started, elapsed, lab, cinfo, sinfo, out, w
         "expected_finding": sc["expected"],
         "protocol": sc["protocol"],
         "operation": sc["op"],
+        "file_name": getattr(args, "file_name", FILE_NAME),
+        "probe_names": list(getattr(args, "probe_name", [])),
         "client_tool": sc["client"],
         "client_ip": CLIENT_IP,
         "server_ip": SERVER_IP,
@@ -1078,6 +1112,13 @@ def main() -> int:
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="override a scenario parameter, e.g. --set tbf.client=20 "
                          "--set starve.first_run_ms=150 (VALUE is JSON or a string)")
+    ap.add_argument("--file-name", default=FILE_NAME,
+                    help=f"name of the transferred file (default {FILE_NAME}); any bytes but '/' "
+                         "and NUL, e.g. hostile names for the report's escaping tests")
+    ap.add_argument("--probe-name", action="append", default=[], metavar="NAME",
+                    help="loadgen scenarios: the client also tries to open NAME before the "
+                         "transfer and ignores the result (repeatable; e.g. names with '<' "
+                         "that smbd refuses but that the capture should contain)")
     ap.add_argument("--keep-logs", action="store_true", help="copy daemon logs to OUT/SCEN/logs")
     ap.add_argument("--tag", default=str(os.getppid()), help=argparse.SUPPRESS)
     ap.add_argument("--json", action="store_true", help="with 'list': print JSON")

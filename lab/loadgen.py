@@ -8,6 +8,9 @@ captures show a client whose throughput is bounded by its own concurrency.
   loadgen.py nfs3 --server IP --export /export --file NAME --op read|write \
       --outstanding N --io-size BYTES --bytes TOTAL [--json OUT]
   loadgen.py smb2 --server IP --share share --file NAME --op read|write ...
+  --probe NAME (repeatable): before the transfer, also try to open NAME in the
+  export/share root (LOOKUP / CREATE FILE_OPEN) and ignore the result; used to
+  put names a server refuses (e.g. '<' in SMB) into a capture.
 
 NFSv3 over TCP with AUTH_SYS (uid/gid 0): portmapper GETPORT for mountd and
 nfs, MOUNT MNT, LOOKUP (or CREATE for writes), READ / WRITE (UNSTABLE) and a
@@ -250,6 +253,10 @@ async def nfs3(a: argparse.Namespace) -> dict:
     root = u.opaque()
     nfs = RpcClient(100003, 3)
     await nfs.connect(a.server, nport)
+    probes = {}
+    for probe in a.probe:
+        u = await nfs.call(3, xdr_opaque(root) + xdr_opaque(probe.encode()))
+        probes[probe] = u.u32()
     name = a.file.encode()
     if a.op == "read":
         u = await nfs.call(3, xdr_opaque(root) + xdr_opaque(name))
@@ -295,6 +302,7 @@ async def nfs3(a: argparse.Namespace) -> dict:
 
     t0 = time.monotonic()
     stats = await run_slots(a.outstanding, a.bytes, a.io_size, read if a.op == "read" else write)
+    res_probes = {"probes": probes} if probes else {}
     if a.op == "write":
         u = await nfs.call(21, fhx + xdr_u64(0) + xdr_u32(0))
         if u.u32() != 0:
@@ -305,7 +313,7 @@ async def nfs3(a: argparse.Namespace) -> dict:
         await mnt.call(3, xdr_opaque(a.export.encode()))  # UMNT
     finally:
         await mnt.close()
-    return {"elapsed_s": elapsed, "stats": stats}
+    return {"elapsed_s": elapsed, "stats": stats, **res_probes}
 
 
 # ----------------------------------------------------------------------------
@@ -502,6 +510,15 @@ async def smb2(a: argparse.Namespace) -> dict:
     await c.negotiate()
     await c.session_setup()
     await c.tree_connect(a.server, a.share)
+    probes = {}
+    for probe in a.probe:
+        try:
+            pfid, _ = await c.create(probe, False)
+        except SmbError as e:
+            probes[probe] = str(e)
+        else:
+            await c.close_file(pfid)
+            probes[probe] = "opened"
     fid, eof = await c.create(a.file, a.op == "write")
     limit = c.max_read if a.op == "read" else c.max_write
     if a.io_size > limit:
@@ -520,8 +537,11 @@ async def smb2(a: argparse.Namespace) -> dict:
     elapsed = time.monotonic() - t0
     await c.close_file(fid)
     await c.logoff()
-    return {"elapsed_s": elapsed, "stats": stats, "dialect": f"0x{c.dialect:04x}",
-            "session_flags": c.session_flags}
+    res = {"elapsed_s": elapsed, "stats": stats, "dialect": f"0x{c.dialect:04x}",
+           "session_flags": c.session_flags}
+    if probes:
+        res["probes"] = probes
+    return res
 
 
 # ----------------------------------------------------------------------------
@@ -535,6 +555,8 @@ def main() -> int:
     ap.add_argument("--export", default="/export", help="NFS export path (MOUNT)")
     ap.add_argument("--share", default="share", help="SMB share name")
     ap.add_argument("--file", required=True, help="file name in the export/share root")
+    ap.add_argument("--probe", action="append", default=[], metavar="NAME",
+                    help="also try to open NAME first and ignore the result (repeatable)")
     ap.add_argument("--op", choices=["read", "write"], default="read")
     ap.add_argument("--outstanding", type=int, default=1, help="requests kept in flight")
     ap.add_argument("--io-size", type=int, default=65536, help="bytes per READ/WRITE")

@@ -33,9 +33,12 @@ def test_json_document_shape_and_values() -> None:
         "captures",
         "protocols",
         "warnings",
+        "findings",
+        "tcp_flags",
         "conversations",
     ]
-    assert doc["schema_version"] == json_out.SCHEMA_VERSION == "1.0"
+    assert doc["schema_version"] == json_out.SCHEMA_VERSION == "1.1"
+    assert doc["tcp_flags"] == dict.fromkeys(json_out.TCP_FLAGS, 0)
     assert doc["tool"]["name"] == "nastriage"  # type: ignore[index]
     cap = doc["captures"][0]  # type: ignore[index]
     assert cap["first_time"] == "2024-01-02T03:04:05.123456789Z"
@@ -58,6 +61,8 @@ def test_json_document_shape_and_values() -> None:
         "payload_bytes": {"client_to_server": 1000, "server_to_client": 380000},
         "throughput_bps": {"client_to_server": 3200.0, "server_to_client": 1216000.0},
         "flags": {"syn": True, "fin": False, "rst": True},
+        "tcp": None,
+        "tcp_flags": dict.fromkeys(json_out.TCP_FLAGS, 0),
     }
     assert isinstance(conv["frames"]["client_to_server"], int)
 
@@ -124,7 +129,7 @@ def test_json_output_file_is_atomic(tmp_path: os.PathLike[str]) -> None:
     with json_out.output(target) as out:
         json_out.write(fake_capture(), out)
     with open(target) as f:
-        assert json.load(f)["schema_version"] == "1.0"
+        assert json.load(f)["schema_version"] == "1.1"
 
 
 def test_json_output_to_directory_fails_fast(tmp_path: os.PathLike[str]) -> None:

@@ -42,6 +42,7 @@ def open(
     *,
     progress: Callable[[int, int], None] | None = None,
     decode_as: list[tuple[int, str]] | None = None,
+    segments_for: list[int] | None = None,
 ) -> Capture:
     """Analyse one capture file (or several, merged in time order) in one pass.
 
@@ -50,10 +51,17 @@ def open(
     ``progress(bytes_read, total_bytes)`` is called periodically (``total_bytes`` is 0
     when unknown). ``decode_as=[(PORT, "nfs"|"smb")]`` forces the protocol of TCP
     connections on a port (detection by content works on any port without it).
+    ``segments_for=[STREAM, ...]`` keeps every segment of those TCP connections in the
+    ``tcp_segments`` table (sequence graphs).
     """
     from nastriage.capture import Capture
 
-    return Capture.analyze(path_or_paths, progress=progress, decode_as=decode_as or ())
+    return Capture.analyze(
+        path_or_paths,
+        progress=progress,
+        decode_as=decode_as or (),
+        segments_for=segments_for or (),
+    )
 
 
 def __getattr__(name: str) -> Any:

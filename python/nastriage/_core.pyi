@@ -47,11 +47,14 @@ def analyze(
     progress: Callable[[int, int], None] | None = None,
     progress_interval_bytes: int = 64 << 20,
     decode_as: list[tuple[int, str]] = ...,
+    segments_for: list[int] = ...,
 ) -> Analysis:
     """Analyse captures in one streaming pass (``"-"`` is standard input).
     ``progress(bytes_read, total_bytes)`` is called every
     ``progress_interval_bytes`` of input (``total_bytes`` is 0 when unknown,
     e.g. stdin or compressed input). ``decode_as`` lists (port, "nfs"|"smb")
     pairs whose TCP connections are decoded as that protocol whatever their
-    content. Raises ValueError for an unknown protocol name, CaptureError for unreadable input;
+    content. ``segments_for`` lists TCP streams (``tcp.stream``) whose every segment goes to
+    the ``tcp_segments`` table (sequence graphs; empty by default).
+    Raises ValueError for an unknown protocol name, CaptureError for unreadable input;
     a capture cut mid-record gives a warning and all results before the cut."""

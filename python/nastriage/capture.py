@@ -70,10 +70,12 @@ class Capture:
         progress: Callable[[int, int], None] | None = None,
         progress_interval_bytes: int | None = None,
         decode_as: Sequence[tuple[int, str]] = (),
+        segments_for: Sequence[int] = (),
     ) -> Capture:
         """Run the engine over the given files (``"-"`` is standard input).
 
         ``decode_as`` forces decoding of TCP ports, e.g. ``[(3049, "nfs")]``.
+        ``segments_for`` lists TCP streams whose segments fill the ``tcp_segments`` table.
         """
         from nastriage import _core
 
@@ -83,6 +85,7 @@ class Capture:
             progress,
             progress_interval_bytes if progress_interval_bytes is not None else 64 << 20,
             list(decode_as),
+            segments_for=[int(s) for s in segments_for],
         )
         return cls(analysis, paths)
 

@@ -102,6 +102,12 @@ def build_parser() -> argparse.ArgumentParser:
         "which replaces the terminal summary)",
     )
     analyze.add_argument(
+        "--html",
+        metavar="PATH",
+        help="also write an HTML report to PATH: one self-contained file (works offline) "
+        "with the verdicts, conversations and charts (see docs/report.md)",
+    )
+    analyze.add_argument(
         "--top",
         type=_top,
         default=10,
@@ -211,6 +217,21 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
                 out = stack.enter_context(json_out.output(args.json))
             except OSError as exc:
                 raise _Fail(f"cannot write JSON to {args.json}: {exc.strerror or exc}") from None
+        if args.html is not None:
+            if args.html == "-":
+                raise _Fail(
+                    "--html needs a file name (the report is not written to standard output)"
+                )
+            try:
+                from nastriage.views.html import check_writable
+
+                check_writable(args.html)
+            except ImportError as exc:
+                raise _Fail(f"cannot make the HTML report: {exc}") from None
+            except OSError as exc:
+                raise _Fail(
+                    f"cannot write the HTML report to {args.html}: {exc.strerror or exc}"
+                ) from None
         try:
             capture = Capture.analyze(
                 paths,
@@ -225,12 +246,33 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
         finally:
             if reporter is not None:
                 reporter.close()
+        findings = None
+        if out is not None or show_summary:
+            from nastriage.diagnosis.run import diagnose
+
+            findings = diagnose(capture)
         if out is not None:
-            json_out.write(capture, out)
+            json_out.write(capture, out, findings=findings)
+
+    if args.html is not None:
+        from nastriage.views.html import run_diagnosis, write_report
+
+        html_findings, note = (findings, "") if findings is not None else run_diagnosis(capture)
+        try:
+            write_report(capture, args.html, findings=html_findings, diagnosis_note=note)
+        except ImportError as exc:
+            raise _Fail(f"cannot make the HTML report: {exc}") from None
+        except OSError as exc:
+            raise _Fail(
+                f"cannot write the HTML report to {args.html}: {exc.strerror or exc}"
+            ) from None
 
     if show_summary:
         from nastriage.views.terminal import print_summary
+        from nastriage.views.verdicts import print_verdicts
 
+        if findings is not None:
+            print_verdicts(findings)
         print_summary(capture, top=args.top)
     elif not args.quiet:
         for warning in capture.warnings:

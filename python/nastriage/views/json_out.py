@@ -29,21 +29,25 @@ from nastriage.units import rfc3339_ns, seconds_between
 
 if TYPE_CHECKING:
     from nastriage.capture import Capture
+    from nastriage.diagnosis.finding import Finding
 
 __all__ = [
     "SCHEMA_VERSION",
     "SECTIONS",
+    "TCP_FLAGS",
     "TableSection",
     "capture_object",
     "conversation_object",
     "document",
+    "finding_object",
     "output",
+    "tcp_object",
     "write",
 ]
 
 #: MAJOR.MINOR. Minor: additive changes (new keys, new sections, new enum values).
 #: Major: anything that removes, renames or changes the meaning or type of a key.
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 
 Row = dict[str, Any]
 
@@ -67,8 +71,115 @@ def _directions(row: Row, prefix: str, convert: Callable[[Any], Any] = _int) -> 
     }
 
 
+#: Wireshark's TCP analysis flags (``tcp.analysis.<name>``), in the engine's order.
+TCP_FLAGS: tuple[str, ...] = (
+    "retransmission",
+    "fast_retransmission",
+    "spurious_retransmission",
+    "out_of_order",
+    "lost_segment",
+    "ack_lost_segment",
+    "duplicate_ack",
+    "zero_window",
+    "zero_window_probe",
+    "zero_window_probe_ack",
+    "window_full",
+    "window_update",
+    "keep_alive",
+    "keep_alive_ack",
+    "reused_ports",
+)
+
+#: Retransmission classes (``tcp_connections`` ``retrans_<class>_<dir>``).
+RETRANS_CLASSES = ("timeout", "fast", "spurious", "network_duplicate")
+#: Time-limitation buckets (``tcp_connections`` ``limit_<bucket>_<dir>``).
+LIMIT_BUCKETS = ("zero_window", "loss_recovery", "receive_window", "application", "bandwidth")
+
+
+def _flag_counts(counts: dict[str, int] | None) -> dict[str, int]:
+    counts = counts or {}
+    return {name: int(counts.get(name, 0)) for name in TCP_FLAGS}
+
+
+def _sides(row: Row, prefix: str, convert: Callable[[Any], Any] = _int) -> dict[str, Any]:
+    return {"client": convert(row[f"{prefix}_client"]), "server": convert(row[f"{prefix}_server"])}
+
+
+def tcp_object(t: Row) -> dict[str, Any]:
+    """One ``tcp_connections`` row -> the conversation's ``tcp`` object."""
+
+    def by_dir(name: str) -> dict[str, int]:
+        return {
+            "client_to_server": int(t[f"retrans_{name}_c2s"]),
+            "server_to_client": int(t[f"retrans_{name}_s2c"]),
+        }
+
+    def limitation(suffix: str) -> dict[str, float | None] | None:
+        values = {b: _num(t[f"limit_{b}_{suffix}"]) for b in LIMIT_BUCKETS}
+        return None if all(v is None for v in values.values()) else values
+
+    classes = {name: by_dir(name) for name in RETRANS_CLASSES}
+    retransmissions: dict[str, Any] = {
+        name: d["client_to_server"] + d["server_to_client"] for name, d in classes.items()
+    }
+    retransmissions.update(
+        {
+            "lost_before_capture": int(t["lost_before_capture"]),
+            "lost_after_capture": int(t["lost_after_capture"]),
+            "lost_unknown_place": int(t["lost_unknown_place"]),
+            "timeout_stall_max_ms": _num(t["timeout_stall_max_ms"]),
+            "by_direction": {
+                d: {name: classes[name][d] for name in RETRANS_CLASSES}
+                for d in ("client_to_server", "server_to_client")
+            },
+        }
+    )
+    cc_dir = "client_to_server" if t["cc_direction"] == "c2s" else "server_to_client"
+    return {
+        "rtt_handshake_ms": {
+            "client_side": _num(t["rtt_handshake_client_ms"]),
+            "server_side": _num(t["rtt_handshake_server_ms"]),
+            "total": _num(t["rtt_handshake_ms"]),
+        },
+        "rtt_min_ms": _num(t["rtt_min_ms"]),
+        "rtt_median_ms": _num(t["rtt_median_ms"]),
+        "rtt_p95_ms": _num(t["rtt_p95_ms"]),
+        "rtt_complete": bool(t["rtt_complete"]),
+        "rtt_samples": int(t["rtt_samples"]),
+        "rtt_side_median_ms": {
+            "client_side": _num(t["rtt_client_side_ms"]),
+            "server_side": _num(t["rtt_server_side_ms"]),
+        },
+        "mss": _sides(t, "mss"),
+        "window_scale": {**_sides(t, "window_scale"), "inferred": bool(t["window_scale_inferred"])},
+        "zero_window_episodes": int(t["zero_window_episodes"]),
+        "zero_window_s": _num(t["zero_window_s"]),
+        "stalled_fraction": _num(t["stalled_fraction"]),
+        "retransmissions": retransmissions,
+        "capture_point": t["capture_point"],
+        "capture_point_reason": t["capture_point_reason"],
+        "limitation": {
+            "client_to_server": limitation("c2s"),
+            "server_to_client": limitation("s2c"),
+        },
+        "cc_hint": t["cc_hint"],
+        "cc_confidence": _num(t["cc_confidence"]),
+        "cc_direction": cc_dir,
+        "cc_reasoning": t["cc_reasoning"],
+        "ack_ratio": _directions(t, "ack_ratio", _num),
+        "delayed_ack_ms": _directions(t, "delayed_ack_ms", _num),
+        "max_in_flight": _directions(t, "max_in_flight"),
+        "tso_seen": bool(t["tso_seen"]),
+        "idle": {"periods": int(t["idle_periods"]), "seconds": _num(t["idle_s"])},
+    }
+
+
 def conversation_object(row: Row) -> dict[str, Any]:
-    """One ``conversations`` row (timestamps as int ns) -> its JSON object."""
+    """One ``conversations`` row (timestamps as int ns) -> its JSON object.
+
+    The row may carry ``_tcp`` (its ``tcp_connections`` row) and ``_tcp_flags`` (frames per
+    Wireshark flag): see ``_conversation_rows``."""
+    tcp = row.get("_tcp")
     return {
         "stream": _int(row["stream"]),
         "ip_version": _int(row["ip_version"]),
@@ -87,7 +198,44 @@ def conversation_object(row: Row) -> dict[str, Any]:
             "server_to_client": _num(row["throughput_s2c_bps"]),
         },
         "flags": {"syn": bool(row["syn"]), "fin": bool(row["fin"]), "rst": bool(row["rst"])},
+        "tcp": None if tcp is None else tcp_object(tcp),
+        "tcp_flags": _flag_counts(row.get("_tcp_flags")),
     }
+
+
+def tcp_flag_counts(capture: Capture) -> dict[int | None, dict[str, int]]:
+    """Frames per Wireshark flag from ``tcp_events``, per stream and (key None) in total."""
+    out: dict[int | None, dict[str, int]] = {None: {}}
+    if "tcp_events" not in capture.table_names:
+        return out
+    events = capture.table("tcp_events")
+    if events.num_rows == 0:
+        return out
+    grouped = events.group_by(["stream", "kind"]).aggregate([("frame", "count_distinct")])
+    for stream, kind, n in zip(
+        grouped.column("stream").to_pylist(),
+        grouped.column("kind").to_pylist(),
+        grouped.column("frame_count_distinct").to_pylist(),
+    ):
+        per = out.setdefault(int(stream), {})
+        per[kind] = per.get(kind, 0) + int(n)
+        out[None][kind] = out[None].get(kind, 0) + int(n)
+    return out
+
+
+def _conversation_rows(capture: Capture) -> Iterator[Row]:
+    """``conversations`` rows joined with their ``tcp_connections`` row and flag counts."""
+    flags = tcp_flag_counts(capture)
+    tcp_rows: Iterator[Row] | None = None
+    if "tcp_connections" in capture.table_names:
+        tcp_rows = iter_rows(capture.table("tcp_connections"))
+    for row in iter_rows(capture.table("conversations")):
+        tcp = next(tcp_rows, None) if tcp_rows is not None else None
+        if tcp is not None and tcp["stream"] != row["stream"]:
+            raise RuntimeError("tcp_connections is not aligned with conversations")
+        row["_tcp"] = tcp
+        row["_tcp_flags"] = flags.get(int(row["stream"]))
+        yield row
 
 
 @dataclass(frozen=True)
@@ -100,12 +248,59 @@ class TableSection:
     table: str
     #: Row (a dict of column -> Python value; timestamps as int ns) -> JSON object.
     row: Callable[[Row], dict[str, Any]]
+    #: Where the rows come from when not simply ``table``'s rows (e.g. a row-by-row join).
+    rows: Callable[[Capture], Iterable[Row]] | None = None
 
 
 #: The table sections, in document order. Later issues append tcp_events, transactions, ...
 SECTIONS: tuple[TableSection, ...] = (
-    TableSection("conversations", "conversations", conversation_object),
+    TableSection("conversations", "conversations", conversation_object, _conversation_rows),
 )
+
+
+def finding_object(f: Finding) -> dict[str, Any]:
+    """One diagnosis finding -> its JSON object (see docs/findings.md for the ids)."""
+    ev = f.evidence
+    numbers: dict[str, Any] = {}
+    for key, value in ev.numbers.items():
+        numbers[str(key)] = value if isinstance(value, str) else _jsonable_number(value)
+    return {
+        "id": f.id,
+        "severity": f.severity,
+        "title": f.title,
+        "explanation": f.explanation,
+        "evidence": {
+            "numbers": numbers,
+            "time_ranges": [
+                {
+                    "start": rfc3339_ns(r.start_ns),
+                    "end": rfc3339_ns(r.end_ns),
+                    "stream": _int(r.stream),
+                    "label": r.label,
+                }
+                for r in ev.time_ranges
+            ],
+            "frames": [int(x) for x in ev.frames],
+            "wireshark_filter": ev.wireshark_filter,
+        },
+        "impact": {
+            "time_share": _num(f.impact.time_share),
+            "observed_bps": _num(f.impact.observed_bps),
+            "potential_bps": _num(f.impact.potential_bps),
+            "basis": f.impact.basis,
+        },
+        "next_steps": [str(s) for s in f.next_steps],
+        "confidence": _num(f.confidence),
+        "streams": [int(s) for s in f.streams],
+    }
+
+
+def _jsonable_number(value: Any) -> int | float | None:
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        return value
+    return _num(value)
 
 
 def capture_object(c: dict[str, Any]) -> dict[str, Any]:
@@ -162,21 +357,29 @@ def _dumps(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=True, allow_nan=False, separators=(", ", ": "))
 
 
-def _header(capture: Capture) -> dict[str, Any]:
+def _header(capture: Capture, findings: list[Finding] | None = None) -> dict[str, Any]:
     from nastriage import __version__
 
+    if findings is None:
+        from nastriage.diagnosis.run import diagnose
+
+        findings = diagnose(capture)
     return {
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "nastriage", "version": __version__},
         "captures": [capture_object(c) for c in capture.captures],
         "protocols": [_protocol_object(p) for p in capture.protocols],
         "warnings": [str(w) for w in capture.warnings],
+        "findings": [finding_object(f) for f in findings],
+        "tcp_flags": _flag_counts(tcp_flag_counts(capture)[None]),
     }
 
 
-def write(capture: Capture, out: TextIO) -> None:
-    """Write the JSON document for ``capture`` to ``out``, incrementally."""
-    header = _header(capture)
+def write(capture: Capture, out: TextIO, *, findings: list[Finding] | None = None) -> None:
+    """Write the JSON document for ``capture`` to ``out``, incrementally.
+
+    ``findings``: the diagnosis (``nastriage.diagnosis.diagnose``), computed when None."""
+    header = _header(capture, findings)
     out.write("{\n")
     first = True
 
@@ -201,8 +404,12 @@ def write(capture: Capture, out: TextIO) -> None:
             out.write(_dumps(value))
     for section in SECTIONS:
         key_line(section.key)
-        table = capture.table(section.table)
-        write_list(section.row(r) for r in iter_rows(table))
+        rows = (
+            section.rows(capture)
+            if section.rows is not None
+            else iter_rows(capture.table(section.table))
+        )
+        write_list(section.row(r) for r in rows)
     out.write("\n}\n")
     out.flush()
 

@@ -268,10 +268,20 @@ def _conversations_block(capture: Capture, top: int, arrow: str) -> TableBlock:
     return TableBlock(title, columns, rows, note)
 
 
-def build_summary(capture: Capture, *, top: int = 10, unicode: bool = True) -> list[Block]:
-    """Everything the terminal summary shows, in order."""
+def build_summary(
+    capture: Capture, *, top: int = 10, unicode: bool = True, srt: bool = True
+) -> list[Block]:
+    """Everything the terminal summary shows, in order: the TCP conversations, the service
+    response times per protocol and operation, then what was read (files, warnings,
+    protocols). The verdicts, when there are any, come before all of it (``terminal``)."""
     arrow = "\u2192" if unicode else "->"
     blocks: list[Block] = []
+    if top > 0:
+        blocks.append(_conversations_block(capture, top, arrow))
+    if srt:
+        from nastriage.views.srt import srt_blocks
+
+        blocks.extend(srt_blocks(capture))
     captures = capture.captures
     if len(captures) == 1:
         blocks.append(_capture_block("Capture", captures[0]))
@@ -286,6 +296,4 @@ def build_summary(capture: Capture, *, top: int = 10, unicode: bool = True) -> l
     if warnings is not None:
         blocks.append(warnings)
     blocks.append(_protocols_block(capture))
-    if top > 0:
-        blocks.append(_conversations_block(capture, top, arrow))
     return blocks

@@ -1,0 +1,560 @@
+"""What the rules read: the capture's tables, loaded once, grouped per connection.
+
+Every table is optional (an engine without it, or a capture without such traffic): a rule
+asks for what it needs and gets empty results, never an exception. Timestamps are integer
+nanoseconds since the epoch. Nothing here parses packets.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from nastriage.diagnosis.thresholds import DEFAULT, Thresholds
+
+if TYPE_CHECKING:
+    from nastriage.capture import Capture
+
+__all__ = ["Context", "Event", "StreamInfo", "Tx", "ZeroWindowEpisode", "columns"]
+
+#: Protocols whose transactions the latency rules judge (not portmap, mount, ...).
+STORAGE_PROTOCOLS = frozenset({"nfs", "smb2", "smb", "smb1", "smb3"})
+
+
+def columns(table: Any, names: tuple[str, ...] | list[str]) -> dict[str, list[Any]]:
+    """Columns of a pyarrow table as Python lists; timestamps as int ns; absent columns
+    as lists of None (so rules work with older or newer schemas)."""
+    import pyarrow as pa
+
+    n = table.num_rows
+    out: dict[str, list[Any]] = {}
+    present = set(table.schema.names)
+    for name in names:
+        if name not in present:
+            out[name] = [None] * n
+            continue
+        col = table.column(name)
+        if pa.types.is_timestamp(col.type):
+            col = col.cast(pa.timestamp("ns", tz="UTC")).cast(pa.int64())
+        elif pa.types.is_dictionary(col.type):
+            col = col.cast(col.type.value_type)
+        out[name] = col.to_pylist()
+    return out
+
+
+def rows(table: Any, names: tuple[str, ...] | list[str] | None = None) -> list[dict[str, Any]]:
+    cols = columns(table, tuple(names) if names is not None else tuple(table.schema.names))
+    keys = list(cols)
+    return [dict(zip(keys, values)) for values in zip(*(cols[k] for k in keys))]
+
+
+@dataclass(frozen=True)
+class Event:
+    """One ``tcp_events`` row."""
+
+    frame: int
+    time: int
+    direction: str  # "c2s" / "s2c"
+    kind: str
+    detail: str
+
+
+@dataclass
+class Tx:
+    """One NFS/SMB request (a ``transactions`` row), the fields the rules use."""
+
+    protocol: str
+    op: str
+    stream: int
+    transport: str
+    req_first_frame: int
+    req_first: int
+    req_last: int
+    reply_first_frame: int | None
+    reply_first: int | None
+    reply_last: int | None
+    srt_ms: float | None
+    server_time_ms: float | None
+    request_bytes: int
+    reply_bytes: int | None
+    count: int | None
+    status: int | None
+    status_name: str | None
+    rpc_status: str | None
+    file_name: str | None
+    share: str | None
+    auth: str | None
+    note: str | None
+
+    @property
+    def answered(self) -> bool:
+        return self.reply_first is not None
+
+    @property
+    def data_bytes(self) -> int:
+        """Bytes the request moves: READ/WRITE count, else what was on the wire."""
+        if self.count is not None and self.count > 0:
+            return int(self.count)
+        return int(self.request_bytes) + int(self.reply_bytes or 0)
+
+
+@dataclass
+class ZeroWindowEpisode:
+    stream: int
+    #: Direction of the segments that advertised the zero window (the stalled receiver
+    #: sends them): "s2c" means the server stopped reading.
+    direction: str
+    start: int
+    end: int
+    start_frame: int
+    end_frame: int | None
+    probes: int = 0
+    resolved: bool = True
+
+    @property
+    def duration_ns(self) -> int:
+        return max(0, self.end - self.start)
+
+
+@dataclass
+class StreamInfo:
+    """One TCP connection: its ``conversations`` row and derived basics."""
+
+    stream: int
+    client_ip: str
+    client_port: int
+    server_ip: str
+    server_port: int
+    start: int
+    end: int
+    payload_c2s: int
+    payload_s2c: int
+    frames_c2s: int
+    frames_s2c: int
+    rst: bool
+    fin: bool
+    tcp: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def duration_ns(self) -> int:
+        return max(0, self.end - self.start)
+
+    @property
+    def payload(self) -> int:
+        return self.payload_c2s + self.payload_s2c
+
+    @property
+    def data_direction(self) -> str:
+        return "s2c" if self.payload_s2c >= self.payload_c2s else "c2s"
+
+    def host(self, direction: str) -> str:
+        """The host that sends in ``direction``."""
+        return self.client_ip if direction == "c2s" else self.server_ip
+
+    def role(self, direction: str) -> str:
+        return "client" if direction == "c2s" else "server"
+
+    def payload_dir(self, direction: str) -> int:
+        return self.payload_c2s if direction == "c2s" else self.payload_s2c
+
+    def label(self) -> str:
+        c = f"[{self.client_ip}]" if ":" in self.client_ip else self.client_ip
+        s = f"[{self.server_ip}]" if ":" in self.server_ip else self.server_ip
+        return f"{c}:{self.client_port} \u2192 {s}:{self.server_port}"
+
+
+def reverse(direction: str) -> str:
+    return "s2c" if direction == "c2s" else "c2s"
+
+
+def _pick(row: dict[str, Any] | None, *names: str) -> Any:
+    if not row:
+        return None
+    for n in names:
+        v = row.get(n)
+        if v is not None:
+            return v
+    return None
+
+
+_TX_COLUMNS = (
+    "protocol",
+    "op",
+    "stream",
+    "transport",
+    "request_first_frame",
+    "request_first_time",
+    "request_last_time",
+    "reply_first_frame",
+    "reply_first_time",
+    "reply_last_time",
+    "srt_ms",
+    "server_time_ms",
+    "request_bytes",
+    "reply_bytes",
+    "count",
+    "status",
+    "status_name",
+    "rpc_status",
+    "file_name",
+    "share",
+    "auth",
+    "note",
+)
+
+_ENCRYPTED_WARNING = re.compile(r"tcp\.stream (\d+): (\d+) encrypted SMB3 message")
+
+
+class Context:
+    """The tables of one capture, for the rules. Cheap to create; loads lazily."""
+
+    def __init__(self, capture: Capture, thresholds: Thresholds = DEFAULT) -> None:
+        self.capture = capture
+        self.th = thresholds
+        self._names = set(capture.table_names)
+        self._cache: dict[str, Any] = {}
+
+    # -- raw tables ------------------------------------------------------------------------
+
+    def has(self, name: str) -> bool:
+        return name in self._names
+
+    def table(self, name: str) -> Any | None:
+        if name not in self._names:
+            return None
+        return self.capture.table(name)
+
+    def _cached(self, key: str, build: Any) -> Any:
+        if key not in self._cache:
+            self._cache[key] = build()
+        return self._cache[key]
+
+    # -- conversations -----------------------------------------------------------------------
+
+    @property
+    def streams(self) -> dict[int, StreamInfo]:
+        return self._cached("streams", self._build_streams)  # type: ignore[no-any-return]
+
+    def _build_streams(self) -> dict[int, StreamInfo]:
+        out: dict[int, StreamInfo] = {}
+        conv = self.table("conversations")
+        if conv is None:
+            return out
+        names = (
+            "stream",
+            "client_ip",
+            "client_port",
+            "server_ip",
+            "server_port",
+            "start",
+            "end",
+            "payload_bytes_c2s",
+            "payload_bytes_s2c",
+            "frames_c2s",
+            "frames_s2c",
+            "rst",
+            "fin",
+        )
+        for r in rows(conv, names):
+            s = int(r["stream"])
+            start = int(r["start"] or 0)
+            out[s] = StreamInfo(
+                stream=s,
+                client_ip=str(r["client_ip"] or "?"),
+                client_port=int(r["client_port"] or 0),
+                server_ip=str(r["server_ip"] or "?"),
+                server_port=int(r["server_port"] or 0),
+                start=start,
+                end=int(r["end"] if r["end"] is not None else start),
+                payload_c2s=int(r["payload_bytes_c2s"] or 0),
+                payload_s2c=int(r["payload_bytes_s2c"] or 0),
+                frames_c2s=int(r["frames_c2s"] or 0),
+                frames_s2c=int(r["frames_s2c"] or 0),
+                rst=bool(r["rst"]),
+                fin=bool(r["fin"]),
+            )
+        tc = self.table("tcp_connections")
+        if tc is not None:
+            for r in rows(tc):
+                key = r.get("stream")
+                if key is not None and int(key) in out:
+                    out[int(key)].tcp = r
+        return out
+
+    def total_payload(self) -> int:
+        return sum(s.payload for s in self.streams.values())
+
+    # -- tcp_events --------------------------------------------------------------------------
+
+    @property
+    def events(self) -> dict[int, list[Event]]:
+        return self._cached("events", self._build_events)  # type: ignore[no-any-return]
+
+    def _build_events(self) -> dict[int, list[Event]]:
+        out: dict[int, list[Event]] = defaultdict(list)
+        t = self.table("tcp_events")
+        if t is None:
+            return out
+        c = columns(t, ("frame", "time", "stream", "direction", "kind", "detail"))
+        for frame, time, stream, d, kind, detail in zip(
+            c["frame"], c["time"], c["stream"], c["direction"], c["kind"], c["detail"]
+        ):
+            out[int(stream)].append(
+                Event(int(frame), int(time or 0), str(d), str(kind), str(detail or ""))
+            )
+        for evs in out.values():
+            evs.sort(key=lambda e: (e.time, e.frame))
+        return out
+
+    def stream_events(self, stream: int, direction: str | None = None, *kinds: str) -> list[Event]:
+        evs = self.events.get(stream, [])
+        return [
+            e
+            for e in evs
+            if (direction is None or e.direction == direction) and (not kinds or e.kind in kinds)
+        ]
+
+    # -- transactions ------------------------------------------------------------------------
+
+    @property
+    def transactions(self) -> dict[int, list[Tx]]:
+        """TCP transactions by ``tcp.stream`` (UDP ones are in :attr:`all_transactions`)."""
+
+        def build() -> dict[int, list[Tx]]:
+            out: dict[int, list[Tx]] = defaultdict(list)
+            for tx in self.all_transactions:
+                if tx.transport in ("tcp", ""):
+                    out[tx.stream].append(tx)
+            return out
+
+        return self._cached("tx", build)  # type: ignore[no-any-return]
+
+    @property
+    def all_transactions(self) -> list[Tx]:
+        """Every transaction (TCP and UDP), in request order."""
+        return self._cached("all_tx", self._build_tx)  # type: ignore[no-any-return]
+
+    def _build_tx(self) -> list[Tx]:
+        out: list[Tx] = []
+        t = self.table("transactions")
+        if t is None:
+            return out
+        c = columns(t, _TX_COLUMNS)
+        for i in range(t.num_rows):
+            if c["request_first_time"][i] is None or c["stream"][i] is None:
+                continue
+            tx = Tx(
+                protocol=str(c["protocol"][i] or ""),
+                op=str(c["op"][i] or ""),
+                stream=int(c["stream"][i]),
+                transport=str(c["transport"][i] or "").lower(),
+                req_first_frame=int(c["request_first_frame"][i] or 0),
+                req_first=int(c["request_first_time"][i]),
+                req_last=int(c["request_last_time"][i] or c["request_first_time"][i]),
+                reply_first_frame=c["reply_first_frame"][i],
+                reply_first=c["reply_first_time"][i],
+                reply_last=c["reply_last_time"][i] or c["reply_first_time"][i],
+                srt_ms=c["srt_ms"][i],
+                server_time_ms=c["server_time_ms"][i],
+                request_bytes=int(c["request_bytes"][i] or 0),
+                reply_bytes=c["reply_bytes"][i],
+                count=c["count"][i],
+                status=c["status"][i],
+                status_name=c["status_name"][i],
+                rpc_status=c["rpc_status"][i],
+                file_name=c["file_name"][i],
+                share=c["share"][i],
+                auth=c["auth"][i],
+                note=c["note"][i],
+            )
+            out.append(tx)
+        out.sort(key=lambda x: x.req_first)
+        return out
+
+    def storage_transactions(self, stream: int) -> list[Tx]:
+        return [t for t in self.transactions.get(stream, []) if t.protocol in STORAGE_PROTOCOLS]
+
+    # -- concurrency -------------------------------------------------------------------------
+
+    @property
+    def concurrency(self) -> dict[int, dict[str, Any]]:
+        def build() -> dict[int, dict[str, Any]]:
+            t = self.table("concurrency")
+            if t is None:
+                return {}
+            out: dict[int, dict[str, Any]] = {}
+            for r in rows(t):
+                if str(r.get("protocol") or "") in STORAGE_PROTOCOLS:
+                    out[int(r["stream"])] = r
+            return out
+
+        return self._cached("concurrency", build)  # type: ignore[no-any-return]
+
+    # -- RTT and capture point -----------------------------------------------------------------
+
+    def rtt_ms(self, stream: int) -> tuple[float | None, str]:
+        """The client-server round trip (ms) and where the figure comes from.
+
+        ``tcp_connections``: the smaller of the handshake's and the smallest data/ACK
+        sample, else the median; otherwise the round trips estimated from the transactions
+        (:meth:`side_rtts_ms`); None when nothing tells."""
+        info = self.streams.get(stream)
+        tcp = info.tcp if info else {}
+        found = [
+            (float(tcp[name]), name)
+            for name in ("rtt_handshake_ms", "rtt_min_ms")
+            if tcp and tcp.get(name) is not None and float(tcp[name]) > 0
+        ]
+        if found:  # the smaller: a retransmitted SYN or SYN/ACK inflates the handshake's
+            v, name = min(found)
+            return v, f"tcp_connections.{name}"
+        median = tcp.get("rtt_median_ms") if tcp else None
+        if median is not None and float(median) > 0:
+            return float(median), "tcp_connections.rtt_median_ms"
+        cli, srv, source = self.side_rtts_ms(stream)
+        if cli + srv > 0 and len(self.transactions.get(stream, [])) >= 3:
+            return cli + srv, source
+        return None, "unknown"
+
+    def path_rtt_ms(self, stream: int) -> float | None:
+        return self.rtt_ms(stream)[0]
+
+    def side_rtts_ms(self, stream: int) -> tuple[float, float, str]:
+        """Network round trips from the capture point to the client and to the server (ms).
+
+        From ``tcp_connections`` (the smaller of the handshake's and the data's figure:
+        a host slow to acknowledge, like a starved server, inflates the data's). Without
+        it, the server side is the fastest server response (an upper bound: it includes
+        the fastest processing) and the client side the fastest turnaround from a reply to
+        the next request (a lower bound: about 0 at a client-side capture).
+        """
+        info = self.streams.get(stream)
+        tcp = info.tcp if info else {}
+        floor = self._srt_floor_ms(stream)
+
+        def smallest(*values: Any) -> float | None:
+            vals = [float(v) for v in values if v is not None and float(v) >= 0]
+            return min(vals) if vals else None
+
+        cli = smallest(_pick(tcp, "rtt_handshake_client_ms"), _pick(tcp, "rtt_client_side_ms"))
+        srv = smallest(_pick(tcp, "rtt_handshake_server_ms"), _pick(tcp, "rtt_server_side_ms"))
+        if cli is not None and srv is not None:
+            srv = smallest(srv, floor)
+            return cli, float(srv or 0.0), "tcp_connections"
+        gap = self._turnaround_floor_ms(stream)
+        return float(gap or 0.0), float(floor or 0.0), "fastest response and turnaround"
+
+    def _srt_floor_ms(self, stream: int) -> float | None:
+        times = [
+            t.server_time_ms
+            for t in self.transactions.get(stream, [])
+            if t.server_time_ms is not None and t.server_time_ms >= 0
+        ]
+        if len(times) < 3:
+            return None
+        return float(min(times))
+
+    def _turnaround_floor_ms(self, stream: int) -> float | None:
+        """Shortest time from a reply's last segment to the next request's first one.
+
+        A client that sends a request when a reply arrives shows, at a server-side
+        capture, the round trip between the capture point and the client (plus its
+        turnaround); at a client-side capture about 0. A lower bound of the client-side
+        round trip either way (it is small whenever the client pipelines requests)."""
+        txs = self.transactions.get(stream, [])
+        if len(txs) < 4:
+            return None
+        starts = sorted(t.req_first for t in txs)
+        gaps = []
+        for t in txs:
+            if t.reply_last is None:
+                continue
+            i = bisect.bisect_right(starts, t.reply_last)
+            if i < len(starts):
+                gaps.append(starts[i] - t.reply_last)
+        if len(gaps) < 3:
+            return None
+        return min(gaps) / 1e6
+
+    def capture_point(self, stream: int) -> str | None:
+        info = self.streams.get(stream)
+        v = _pick(info.tcp if info else None, "capture_point")
+        return str(v) if v is not None else None
+
+    # -- zero windows ------------------------------------------------------------------------
+
+    @property
+    def zero_window_episodes(self) -> dict[int, list[ZeroWindowEpisode]]:
+        return self._cached("zw", self._build_zw)  # type: ignore[no-any-return]
+
+    def _build_zw(self) -> dict[int, list[ZeroWindowEpisode]]:
+        out: dict[int, list[ZeroWindowEpisode]] = defaultdict(list)
+        t = self.table("zero_window_episodes")
+        if t is not None and self.has("tcp_connections"):
+            for r in rows(t):
+                host = _pick(r, "host")
+                stalled = _pick(r, "stalled_direction")
+                if host in ("client", "server"):
+                    direction = "c2s" if host == "client" else "s2c"
+                elif stalled in ("c2s", "s2c"):
+                    direction = reverse(str(stalled))
+                else:
+                    continue
+                start = _pick(r, "start")
+                if start is None:
+                    continue
+                end = _pick(r, "end")
+                out[int(r["stream"])].append(
+                    ZeroWindowEpisode(
+                        stream=int(r["stream"]),
+                        direction=direction,
+                        start=int(start),
+                        end=int(end if end is not None else start),
+                        start_frame=int(_pick(r, "start_frame") or 0),
+                        end_frame=_pick(r, "end_frame"),
+                        probes=int(_pick(r, "probes") or 0),
+                        resolved=bool(r.get("resolved", True)),
+                    )
+                )
+            return out
+        # From tcp_events: a zero window opens an episode, the same host's next window
+        # update (a pure ACK re-opening the window) closes it.
+        for stream, evs in self.events.items():
+            info = self.streams.get(stream)
+            open_: dict[str, ZeroWindowEpisode] = {}
+            for e in evs:
+                if e.kind == "zero_window" and e.direction not in open_:
+                    open_[e.direction] = ZeroWindowEpisode(
+                        stream, e.direction, e.time, e.time, e.frame, None
+                    )
+                elif e.kind in ("zero_window_probe", "keep_alive"):
+                    ep = open_.get(reverse(e.direction))
+                    if ep is not None:
+                        ep.probes += 1
+                elif e.kind == "window_update" and e.direction in open_:
+                    ep = open_.pop(e.direction)
+                    ep.end, ep.end_frame = e.time, e.frame
+                    out[stream].append(ep)
+            for ep in open_.values():
+                ep.end = max(ep.start, info.end if info else ep.start)
+                ep.resolved = False
+                out[stream].append(ep)
+        return out
+
+    # -- encrypted SMB -----------------------------------------------------------------------
+
+    def encrypted_smb_streams(self) -> dict[int, int]:
+        """stream -> encrypted SMB3 messages (from the engine's warnings or the tables)."""
+        out: dict[int, int] = {}
+        for w in self.capture.warnings:
+            m = _ENCRYPTED_WARNING.search(w)
+            if m:
+                out[int(m.group(1))] = out.get(int(m.group(1)), 0) + int(m.group(2))
+        for stream, txs in self.transactions.items():
+            n = sum(1 for t in txs if (t.auth or "").lower() == "encrypted")
+            if n and stream not in out:
+                out[stream] = n
+        return out

@@ -1,0 +1,287 @@
+"""Loss, reordering and capture drops told apart, per connection and data direction.
+
+The evidence is in ``tcp_events`` (Wireshark's flags) plus the round trip:
+
+* A **duplicate-ACK run** is the receiver repeating one ACK (``dup_ack=N of frame F``,
+  grouped by F) while a hole is open. What fills the hole tells loss from reordering:
+
+  - At a capture downstream of the hole (it sees the hole: ``lost_segment``), the
+    segment that fills it arrives either within a fraction of the RTT (it was only late:
+    **reordering**) or after at least about one RTT (the sender had to notice and
+    retransmit: **loss**). Runs that start while a loss recovery is still going on belong
+    to it (several holes repaired one after the other).
+  - At a capture upstream of the hole (the sender's side: it sees no hole), a run answered
+    by a retransmission is **loss**; a run that ends with no retransmission is
+    **reordering** (the receiver got the segment anyway, a little late).
+
+* **Timeouts**: a retransmission without a duplicate-ACK run, ``rto`` (time since the
+  oldest unacknowledged segment) of at least ``timeout_min_s``.
+* **Capture drops**: the receiver acknowledges data the capture never saw
+  (``ack_lost_segment``, Wireshark's "ACKed unseen segment"): the capture dropped it, the
+  network did not. Such holes are never counted as loss.
+
+Zero-window probes, keep-alives and retransmissions around zero-window episodes are left
+out (they belong to the receiver stall).
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass, field
+
+from nastriage.diagnosis.context import Context, Event, reverse
+
+__all__ = ["DupRun", "LossAnalysis", "analyse", "analyse_stream"]
+
+_DUP = re.compile(r"dup_ack=(\d+) of frame (\d+)")
+_RTO = re.compile(r"rto=([0-9.]+)s")
+_BYTES = re.compile(r"=(\d+) bytes")
+
+#: Flags of data segments that do not advance the sequence (sent again, or late).
+RESENT_KINDS = frozenset(
+    {"retransmission", "out_of_order", "fast_retransmission", "spurious_retransmission"}
+)
+#: Without a round-trip figure, runs at least this long (ms) count as loss.
+DEFAULT_LONG_RUN_MS = 3.0
+
+
+@dataclass
+class DupRun:
+    ack_frame: int
+    first: int
+    last: int
+    count: int
+    frames: list[int] = field(default_factory=list)
+    #: Time from the run's start to the segment that filled the hole (downstream), or
+    #: whether a retransmission answered it (upstream).
+    fill_delay_ns: int | None = None
+    retransmitted: bool = False
+    kind: str = ""  # "loss", "loss-continued", "reorder", "unknown"
+
+
+@dataclass
+class LossAnalysis:
+    stream: int
+    direction: str  # data direction (the sender sends in it)
+    rtt_ms: float | None
+    long_run_ms: float
+    downstream: bool  # the capture sees the holes (it is after the loss point)
+    runs: list[DupRun]
+    resent: list[Event]
+    timeouts: list[Event]
+    holes: list[Event]
+    ack_unseen: list[Event]
+    unseen_bytes: int
+    spurious: int
+    dsack_blocks: int
+    data_segments: int
+    #: Resent segments that belong to loss episodes (retransmissions that were needed).
+    lost_segments: int = 0
+    #: Resent segments that were reordering (late originals, or needless retransmissions).
+    reordered_segments: int = 0
+    needless_retransmissions: int = 0
+    recovery_ns: int = 0
+    episodes: list[tuple[int, int]] = field(default_factory=list)
+    first_episode_segments: int = 0
+
+    @property
+    def loss_runs(self) -> list[DupRun]:
+        return [r for r in self.runs if r.kind == "loss"]
+
+    @property
+    def reorder_runs(self) -> list[DupRun]:
+        return [r for r in self.runs if r.kind == "reorder"]
+
+    @property
+    def loss_events(self) -> int:
+        return len(self.loss_runs) + len(self.timeouts)
+
+    @property
+    def loss_rate(self) -> float:
+        return self.lost_segments / self.data_segments if self.data_segments else 0.0
+
+    @property
+    def reorder_rate(self) -> float:
+        return self.reordered_segments / self.data_segments if self.data_segments else 0.0
+
+
+def analyse(ctx: Context) -> dict[tuple[int, str], LossAnalysis]:
+    """Every connection and direction that carried data and has any TCP flags."""
+
+    def build() -> dict[tuple[int, str], LossAnalysis]:
+        out: dict[tuple[int, str], LossAnalysis] = {}
+        for stream, evs in ctx.events.items():
+            info = ctx.streams.get(stream)
+            for d in ("c2s", "s2c"):
+                if info is not None and info.payload_dir(d) == 0:
+                    continue
+                if not any(e.direction == d and e.kind in RESENT_KINDS for e in evs) and not any(
+                    e.direction == reverse(d) and e.kind in ("duplicate_ack", "ack_lost_segment")
+                    for e in evs
+                ):
+                    continue
+                out[(stream, d)] = analyse_stream(ctx, stream, d)
+        return out
+
+    return ctx._cached("loss", build)  # type: ignore[no-any-return]
+
+
+def _zero_window_spans(ctx: Context, stream: int, margin_ns: int) -> list[tuple[int, int]]:
+    return [
+        (ep.start - margin_ns, ep.end + margin_ns)
+        for ep in ctx.zero_window_episodes.get(stream, [])
+    ]
+
+
+def _inside(t: int, spans: list[tuple[int, int]]) -> bool:
+    return any(s <= t <= e for s, e in spans)
+
+
+def analyse_stream(ctx: Context, stream: int, d: str) -> LossAnalysis:
+    th = ctx.th
+    evs = ctx.events.get(stream, [])
+    info = ctx.streams.get(stream)
+    tcp = info.tcp if info else {}
+    rtt = ctx.path_rtt_ms(stream)
+    long_ms = (
+        max(th.reorder_run_min_ms, th.reorder_run_rtt_share * rtt)
+        if rtt is not None
+        else DEFAULT_LONG_RUN_MS
+    )
+    long_ns = int(long_ms * 1e6)
+    zw = _zero_window_spans(ctx, stream, int(th.timeout_min_s * 1e9))
+    rd = reverse(d)
+
+    seen_frames: set[int] = set()
+    resent: list[Event] = []
+    spurious = 0
+    holes: list[Event] = []
+    ack_unseen: list[Event] = []
+    unseen_bytes = 0
+    runs_by_ack: dict[int, DupRun] = {}
+    for e in evs:
+        if e.direction == d:
+            if e.kind in RESENT_KINDS and e.frame not in seen_frames and not _inside(e.time, zw):
+                seen_frames.add(e.frame)
+                resent.append(e)
+            if e.kind == "spurious_retransmission":
+                spurious += 1
+            elif e.kind == "lost_segment":
+                holes.append(e)
+        elif e.direction == rd:
+            if e.kind == "duplicate_ack":
+                m = _DUP.search(e.detail)
+                key = int(m.group(2)) if m else e.frame
+                run = runs_by_ack.get(key)
+                if run is None:
+                    run = runs_by_ack[key] = DupRun(key, e.time, e.time, 0)
+                run.last = e.time
+                run.count += 1
+                if len(run.frames) < 8:
+                    run.frames.append(e.frame)
+            elif e.kind == "ack_lost_segment":
+                ack_unseen.append(e)
+                m = _BYTES.search(e.detail)
+                if m:
+                    unseen_bytes += int(m.group(1))
+    runs = sorted(
+        (r for r in runs_by_ack.values() if not _inside(r.first, zw)), key=lambda r: r.first
+    )
+    # Holes explained by capture drops do not make the capture "downstream" of a loss.
+    # A hole the receiver then acknowledges although the capture never saw its data was
+    # dropped by the capture (the ACK follows within a round trip plus a delayed ACK).
+    unseen_times = [e.time for e in ack_unseen]
+    ack_wait = int(((rtt or DEFAULT_LONG_RUN_MS) * 2 + 250.0) * 1e6)
+    real_holes = [h for h in holes if not _followed(h.time, unseen_times, ack_wait)]
+    # The capture is downstream of the losses when it sees their holes (about one per run).
+    downstream = bool(real_holes) and len(real_holes) >= 0.25 * len(runs)
+    resent_times = [e.time for e in resent]
+
+    recovery_until = -1
+    episodes: list[tuple[int, int]] = []
+    for run in runs:
+        i = bisect.bisect_left(resent_times, run.first - int(1e6))
+        nxt = resent_times[i] if i < len(resent_times) else None
+        if downstream:
+            run.fill_delay_ns = None if nxt is None else max(0, nxt - run.first)
+            run.retransmitted = nxt is not None and nxt <= run.last + long_ns
+            if run.first <= recovery_until:
+                run.kind = "loss-continued"
+            elif run.fill_delay_ns is None:
+                run.kind = "unknown"
+            else:
+                run.kind = "loss" if run.fill_delay_ns >= long_ns else "reorder"
+        else:
+            run.retransmitted = nxt is not None and nxt <= run.last + long_ns
+            if run.first <= recovery_until:
+                run.kind = "loss-continued"
+            else:
+                run.kind = "loss" if run.retransmitted else "reorder"
+        if run.kind in ("loss", "loss-continued"):
+            end = max(run.last, (nxt or run.last) if run.retransmitted else run.last)
+            end += int((rtt or long_ms) * 1e6)
+            recovery_until = max(recovery_until, end)
+            if run.kind == "loss" or not episodes:
+                episodes.append((run.first, end))
+            else:
+                episodes[-1] = (episodes[-1][0], max(episodes[-1][1], end))
+
+    timeouts: list[Event] = []
+    for e in resent:
+        m = _RTO.search(e.detail)
+        if m and float(m.group(1)) >= th.timeout_min_s and not _inside(e.time, episodes):
+            timeouts.append(e)
+    timeout_frames = {e.frame for e in timeouts}
+    lost = reordered = needless = 0
+    for e in resent:
+        if _inside(e.time, episodes) or e.frame in timeout_frames:
+            lost += 1
+        else:
+            reordered += 1
+            if not downstream:
+                needless += 1
+    first_episode = sum(
+        1 for e in resent if episodes and episodes[0][0] <= e.time <= episodes[0][1]
+    )
+    recovery = _union([*episodes, *((e.time - _rto_ns(e), e.time) for e in timeouts)])
+    segments = (info.frames_c2s if d == "c2s" else info.frames_s2c) if info else 0
+    return LossAnalysis(
+        stream=stream,
+        direction=d,
+        rtt_ms=rtt,
+        long_run_ms=long_ms,
+        downstream=downstream,
+        runs=runs,
+        resent=resent,
+        timeouts=timeouts,
+        holes=holes,
+        ack_unseen=ack_unseen,
+        unseen_bytes=unseen_bytes,
+        spurious=spurious,
+        dsack_blocks=int(tcp.get("dsack_blocks") or 0) if tcp else 0,
+        data_segments=max(segments, len(resent)),
+        lost_segments=lost,
+        reordered_segments=reordered,
+        needless_retransmissions=needless,
+        recovery_ns=recovery,
+        episodes=episodes,
+        first_episode_segments=first_episode,
+    )
+
+
+def _rto_ns(e: Event) -> int:
+    m = _RTO.search(e.detail)
+    return int(float(m.group(1)) * 1e9) if m else 0
+
+
+def _followed(t: int, times: list[int], window_ns: int) -> bool:
+    """Whether a time in the sorted ``times`` lies in [t, t + window_ns]."""
+    i = bisect.bisect_left(times, t)
+    return i < len(times) and times[i] <= t + window_ns
+
+
+def _union(spans: list[tuple[int, int]]) -> int:
+    from nastriage.diagnosis.timeline import union_ns
+
+    return union_ns(spans)

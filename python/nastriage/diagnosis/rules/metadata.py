@@ -1,0 +1,83 @@
+"""metadata-heavy: GETATTR/ACCESS/LOOKUP or Create/Close storms dominate the time."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from nastriage.diagnosis.context import Context
+from nastriage.diagnosis.finding import Evidence, Finding, Impact
+from nastriage.diagnosis.rules._util import frames, ms, pct, stream_filter
+from nastriage.diagnosis.timeline import is_data_op, profiles
+from nastriage.sanitize import one_line
+
+
+def metadata_heavy(ctx: Context) -> list[Finding]:
+    th = ctx.th
+    ps = profiles(ctx)
+    calls = sum(p.metadata_requests for p in ps.values())
+    outstanding = sum(p.outstanding_ns for p in ps.values())
+    meta_ns = sum(p.metadata_only_ns for p in ps.values())
+    if calls < th.metadata_min_calls or not outstanding:
+        return []
+    share = meta_ns / outstanding
+    if share < th.metadata_time_share:
+        return []
+    ops: Counter[str] = Counter()
+    srt: dict[str, float] = {}
+    first_frames: list[int] = []
+    for s in ps:
+        for t in ctx.storage_transactions(s):
+            if not is_data_op(t.op):
+                ops[t.op] += 1
+                srt[t.op] = srt.get(t.op, 0.0) + (t.srt_ms or 0.0)
+                if len(first_frames) < 30:
+                    first_frames.append(t.req_first_frame)
+    top = ops.most_common(4)
+    top_text = ", ".join(f"{one_line(op)} x{n}" for op, n in top)
+    span_s = sum(p.span_ns for p in ps.values()) / 1e9
+    rate = calls / span_s if span_s > 0 else 0.0
+    data = sum(p.io_requests for p in ps.values())
+    streams = sorted(s for s, p in ps.items() if p.metadata_requests)
+    return [
+        Finding(
+            id="metadata-heavy",
+            severity="warning",
+            title=f"Metadata storm: {calls} metadata requests take {pct(share)} of the time",
+            explanation=(
+                f"Most of the time requests were outstanding went to metadata, not to data: "
+                f"{calls} metadata requests ({top_text}; {rate:.0f} per second) against "
+                f"{data} read/write requests. Each costs at least a round trip, so a workload "
+                "of many small files or repeated attribute checks is slow whatever the "
+                "bandwidth."
+            ),
+            evidence=Evidence(
+                numbers={
+                    "metadata_requests": calls,
+                    "data_requests": data,
+                    "metadata_time_share": round(share, 4),
+                    "metadata_per_second": round(rate, 1),
+                    "top_operations": ", ".join(op for op, _ in top),
+                    "metadata_time_ms": round(sum(srt.values()), 3),
+                },
+                frames=frames(first_frames),
+                wireshark_filter=stream_filter(
+                    streams,
+                    "nfs.procedure_v3 in {1 3 4} || smb2.cmd in {5 6 16}",
+                ),
+            ),
+            impact=Impact(
+                time_share=round(share, 4),
+                basis="share of busy time with only metadata requests outstanding "
+                f"({ms(meta_ns / 1e6)})",
+            ),
+            next_steps=[
+                "On the clients: cache attributes longer (NFS: actimeo / noac off; SMB: "
+                "directory and file info caching, leases), and avoid tools that stat every "
+                "file repeatedly.",
+                "Package many small files (tar/zip) before moving them, or run several "
+                "transfers in parallel to hide the round trips.",
+            ],
+            confidence=0.75,
+            streams=streams,
+        )
+    ]

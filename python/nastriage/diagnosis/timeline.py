@@ -1,0 +1,275 @@
+"""Where a connection's time goes, from its NFS/SMB transactions.
+
+Each instant of a connection's active span is put in exactly one state, the first that
+applies:
+
+1. ``transfer``: request or reply data is on the wire (a request's first to last segment,
+   a reply's first to last segment);
+2. ``server``: a request has reached the server and its reply has not left it yet
+   (the request's last segment plus the round trip behind the capture point, to the
+   reply's first segment minus it);
+3. ``network``: requests are outstanding but neither of the above: the request or the
+   reply is travelling (round-trip latency);
+4. ``idle``: nothing is outstanding: the client sends nothing (application think time).
+
+The round trips come from ``Context.side_rtts_ms`` (from the capture point to each side),
+so a client-side and a server-side capture of the same transfer give the same shares.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from nastriage.diagnosis.context import Context, Tx
+
+__all__ = ["Profile", "partition", "profile", "profiles", "union_ns"]
+
+STATES = ("transfer", "server", "network")
+
+#: Operations that move file data (the rest is metadata).
+DATA_OPS = frozenset(
+    {"READ", "WRITE", "COMMIT", "Read", "Write", "Flush", "READ_PLUS", "COPY", "CLONE"}
+)
+
+
+def union_ns(intervals: list[tuple[int, int]]) -> int:
+    """Total length of the union of [start, end) intervals."""
+    total = 0
+    cur_s: int | None = None
+    cur_e = 0
+    for s, e in sorted(i for i in intervals if i[1] > i[0]):
+        if cur_s is None or s > cur_e:
+            if cur_s is not None:
+                total += cur_e - cur_s
+            cur_s, cur_e = s, e
+        else:
+            cur_e = max(cur_e, e)
+    if cur_s is not None:
+        total += cur_e - cur_s
+    return total
+
+
+def partition(intervals: list[tuple[int, int, int]], n_states: int) -> list[int]:
+    """Nanoseconds per state for (start, end, state) intervals; at any instant the lowest
+    state number present wins. Returns one total per state."""
+    points: list[tuple[int, int, int]] = []
+    for s, e, st in intervals:
+        if e > s:
+            points.append((s, 1, st))
+            points.append((e, -1, st))
+    points.sort()
+    counts = [0] * n_states
+    totals = [0] * n_states
+    last_t: int | None = None
+    for t, delta, st in points:
+        if last_t is not None and t > last_t:
+            for i in range(n_states):
+                if counts[i] > 0:
+                    totals[i] += t - last_t
+                    break
+        counts[st] += delta
+        last_t = t
+    return totals
+
+
+@dataclass
+class Profile:
+    stream: int
+    transactions: int
+    answered: int
+    #: Active span (first request to last reply, widened by the client-side round trip).
+    span_ns: int
+    #: Nanoseconds per state; idle = span - the rest.
+    ns: dict[str, int]
+    #: The same over the data requests only (READ/WRITE...): the data phase, without the
+    #: session set-up and metadata round trips.
+    data_ns: dict[str, int]
+    client_rtt_ms: float
+    server_rtt_ms: float
+    rtt_source: str
+    #: Server processing time per answered request (ms), response time minus the round
+    #: trip behind the capture point.
+    processing_ms: list[float]
+    #: Processing time by operation and by file (ms, summed), for "which ops, which files".
+    processing_by_op: dict[str, float] = field(default_factory=dict)
+    processing_by_file: dict[str, float] = field(default_factory=dict)
+    data_bytes: int = 0
+    #: Bytes moved by data operations (READ/WRITE...), and their count.
+    io_bytes: int = 0
+    io_requests: int = 0
+    metadata_requests: int = 0
+    #: Time during which only metadata requests were outstanding.
+    metadata_only_ns: int = 0
+    outstanding_ns: int = 0
+    #: Highest number of requests outstanding at once, share of busy time at it.
+    max_outstanding: int = 0
+    at_max_fraction: float = 0.0
+    mean_outstanding_busy: float = 0.0
+    slow_frames: list[int] = field(default_factory=list)
+
+    @property
+    def active_ns(self) -> int:
+        return sum(self.ns[s] for s in STATES)
+
+    def share(self, state: str) -> float:
+        """Share of the active time (requests outstanding) spent in ``state``."""
+        active = self.active_ns
+        return self.ns[state] / active if active else 0.0
+
+    def data_share(self, state: str) -> float:
+        """Like :meth:`share`, over the data requests only."""
+        active = sum(self.data_ns[s] for s in STATES)
+        return self.data_ns[state] / active if active else 0.0
+
+    @property
+    def idle_share(self) -> float:
+        return 1.0 - self.active_ns / self.span_ns if self.span_ns else 0.0
+
+    @property
+    def transfer_rate_bps(self) -> float | None:
+        """Data rate while data flows: what the path carries when it is used."""
+        if self.ns["transfer"] <= 0 or self.data_bytes <= 0:
+            return None
+        return self.data_bytes * 8e9 / self.ns["transfer"]
+
+    @property
+    def observed_bps(self) -> float | None:
+        if self.span_ns <= 0:
+            return None
+        return self.data_bytes * 8e9 / self.span_ns
+
+    @property
+    def median_processing_ms(self) -> float:
+        return statistics.median(self.processing_ms) if self.processing_ms else 0.0
+
+    @property
+    def mean_io_bytes(self) -> float:
+        return self.io_bytes / self.io_requests if self.io_requests else 0.0
+
+
+def is_data_op(op: str) -> bool:
+    return op in DATA_OPS or op.upper() in DATA_OPS
+
+
+def profile(ctx: Context, stream: int) -> Profile | None:
+    """The time profile of one connection's NFS/SMB traffic (None: no answered requests).
+    Computed once per connection and context."""
+    return ctx._cached(f"profile:{stream}", lambda: _profile(ctx, stream))  # type: ignore[no-any-return]
+
+
+def profiles(ctx: Context) -> dict[int, Profile]:
+    """Profiles of every connection with answered NFS/SMB requests."""
+    out = {}
+    for stream in sorted(ctx.transactions):
+        p = profile(ctx, stream)
+        if p is not None:
+            out[stream] = p
+    return out
+
+
+def _profile(ctx: Context, stream: int) -> Profile | None:
+    txs = [t for t in ctx.storage_transactions(stream) if t.answered]
+    if not txs:
+        return None
+    cli_rtt, srv_rtt, source = ctx.side_rtts_ms(stream)
+    a = int(cli_rtt * 1e6 / 2)
+    b = int(srv_rtt * 1e6 / 2)
+    intervals: list[tuple[int, int, int]] = []
+    data_intervals: list[tuple[int, int, int]] = []
+    outstanding: list[tuple[int, int]] = []
+    metadata: list[tuple[int, int]] = []
+    data: list[tuple[int, int]] = []
+    processing: list[float] = []
+    by_op: dict[str, float] = defaultdict(float)
+    by_file: dict[str, float] = defaultdict(float)
+    data_bytes = io_bytes = io_requests = meta_requests = 0
+    slow: list[tuple[float, int]] = []
+    for t in txs:
+        assert t.reply_first is not None
+        reply_last = t.reply_last if t.reply_last is not None else t.reply_first
+        intervals.append((t.req_first, t.req_last, 0))
+        intervals.append((t.reply_first, reply_last, 0))
+        intervals.append((t.req_last + b, t.reply_first - b, 1))
+        span = (t.req_first - a, reply_last + a)
+        intervals.append((span[0], span[1], 2))
+        if is_data_op(t.op):
+            data_intervals.extend(intervals[-4:])
+        outstanding.append(span)
+        proc = max(0.0, (t.reply_first - t.req_last) / 1e6 - srv_rtt)
+        processing.append(proc)
+        by_op[t.op] += proc
+        if t.file_name:
+            by_file[t.file_name] += proc
+        slow.append((proc, t.req_first_frame))
+        data_bytes += t.request_bytes + int(t.reply_bytes or 0)
+        if is_data_op(t.op):
+            io_requests += 1
+            io_bytes += t.data_bytes
+            data.append(span)
+        else:
+            meta_requests += 1
+            metadata.append(span)
+    totals = partition(intervals, 3)
+    data_totals = partition(data_intervals, 3)
+    span_ns = max(r[1] for r in outstanding) - min(r[0] for r in outstanding)
+    out_ns = union_ns(outstanding)
+    # only metadata outstanding = |meta union data| - |data|
+    meta_only = out_ns - union_ns(data)
+    conc = ctx.concurrency.get(stream, {})
+    k, at_max, mean_busy = _outstanding_stats(txs)
+    k = int(conc.get("max_outstanding") or k)
+    if conc.get("at_max_fraction") is not None:
+        at_max = float(conc["at_max_fraction"])
+    mean_busy = float(conc.get("mean_outstanding_busy") or mean_busy)
+    slow.sort(reverse=True)
+    return Profile(
+        stream=stream,
+        transactions=len(ctx.storage_transactions(stream)),
+        answered=len(txs),
+        span_ns=max(span_ns, 1),
+        ns=dict(zip(STATES, totals)),
+        data_ns=dict(zip(STATES, data_totals)),
+        client_rtt_ms=cli_rtt,
+        server_rtt_ms=srv_rtt,
+        rtt_source=source,
+        processing_ms=processing,
+        processing_by_op=dict(by_op),
+        processing_by_file=dict(by_file),
+        data_bytes=data_bytes,
+        io_bytes=io_bytes,
+        io_requests=io_requests,
+        metadata_requests=meta_requests,
+        metadata_only_ns=max(0, meta_only),
+        outstanding_ns=out_ns,
+        max_outstanding=k,
+        at_max_fraction=at_max,
+        mean_outstanding_busy=mean_busy,
+        slow_frames=[f for _, f in slow[:20]],
+    )
+
+
+def _outstanding_stats(txs: list[Tx]) -> tuple[int, float, float]:
+    """(max outstanding, share of busy time at it, mean outstanding while busy)."""
+    points: list[tuple[int, int]] = []
+    for tx in txs:
+        end = tx.reply_first if tx.reply_first is not None else tx.req_first
+        if end > tx.req_first:
+            points.append((tx.req_first, 1))
+            points.append((end, -1))
+    points.sort()
+    level = 0
+    last: int | None = None
+    time_at: dict[int, int] = defaultdict(int)
+    for t, d in points:
+        if last is not None and t > last and level > 0:
+            time_at[level] += t - last
+        level += d
+        last = t
+    if not time_at:
+        return 0, 0.0, 0.0
+    k = max(time_at)
+    busy = sum(time_at.values())
+    mean = sum(lvl * ns for lvl, ns in time_at.items()) / busy
+    return k, time_at[k] / busy, mean
