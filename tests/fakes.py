@@ -116,6 +116,18 @@ class FakeAnalysis:
         )
         self.warnings = warnings if warnings is not None else []
         self.frames = sum(int(c["frames"]) for c in self.captures)  # type: ignore[call-overload]
+        self.app_stats = dict.fromkeys(
+            (
+                "transactions",
+                "unanswered_requests",
+                "orphan_replies",
+                "resyncs",
+                "smb_encrypted_messages",
+                "smb_compressed_messages",
+                "smb1_messages",
+            ),
+            0,
+        )
         rows = conversations if conversations is not None else [conversation(i) for i in range(3)]
         self._tables = {"conversations": conversations_table(rows)}
 

@@ -36,6 +36,10 @@ class Analysis:
     warnings: list[str]
     #: Total frames over all inputs.
     frames: int
+    #: Counters of the NFS/SMB parsers: "transactions", "unanswered_requests",
+    #: "orphan_replies", "resyncs", "smb_encrypted_messages",
+    #: "smb_compressed_messages", "smb1_messages".
+    app_stats: dict[str, int]
 
     def table_names(self) -> list[str]: ...
     def table(self, name: str) -> ArrowStream:

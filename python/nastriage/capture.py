@@ -112,6 +112,12 @@ class Capture:
         return list(self._analysis.warnings)
 
     @property
+    def app_stats(self) -> dict[str, int]:
+        """Counters of the NFS/SMB parsers: transactions, unanswered requests, replies
+        without a request, resynchronisations, encrypted/compressed/SMB1 messages."""
+        return {str(k): int(v) for k, v in self._analysis.app_stats.items()}
+
+    @property
     def frames(self) -> int:
         """Total frames over all inputs."""
         return int(self._analysis.frames)

@@ -60,6 +60,7 @@ impl Analysis {
             "concurrency",
             "outstanding_at_arrival",
             "outstanding_series",
+            "orphan_replies",
             "tcp_connections",
             "zero_window_episodes",
             "tcp_series",
@@ -97,6 +98,7 @@ impl Analysis {
             "outstanding_series" => Some(crate::concurrency::series_table(
                 &crate::concurrency::analyze(&self.transactions, None),
             )),
+            "orphan_replies" => Some(crate::orphan_table::orphan_replies(&self.transactions)),
             "srt" => Some(crate::srt_table::srt(
                 &self.transactions,
                 &self.conversations,
@@ -108,6 +110,23 @@ impl Analysis {
             "tcp_events" => Some(tables::tcp_events(&self.tcp, &self.conversations)),
             _ => None,
         }
+    }
+
+    /// Counters of the application-layer parsers: requests without a
+    /// reply, replies without a request, resynchronisations after gaps, and
+    /// SMB messages that could not be analysed (encrypted, compressed, SMB1).
+    pub fn app_stats(&self) -> Vec<(&'static str, u64)> {
+        let t = &self.transactions;
+        let unanswered = t.transactions.iter().filter(|x| x.reply.is_none()).count() as u64;
+        vec![
+            ("transactions", t.transactions.len() as u64),
+            ("unanswered_requests", unanswered),
+            ("orphan_replies", t.orphan_replies.len() as u64),
+            ("resyncs", t.resyncs),
+            ("smb_encrypted_messages", t.encrypted_messages),
+            ("smb_compressed_messages", t.compressed_messages),
+            ("smb1_messages", t.smb1_messages),
+        ]
     }
 
     /// NFS/RPC and SMB2 transactions and the parsers' counters.

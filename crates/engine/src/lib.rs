@@ -11,6 +11,7 @@ pub mod app;
 pub mod concurrency;
 pub mod conversations;
 mod driver;
+mod orphan_table;
 pub mod reassembly;
 mod srt_table;
 mod tables;

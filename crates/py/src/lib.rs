@@ -79,6 +79,16 @@ impl PyAnalysis {
         self.inner.warnings.clone()
     }
 
+    /// Counters of the NFS/SMB parsers (see `Analysis::app_stats`).
+    #[getter]
+    fn app_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        for (k, v) in self.inner.app_stats() {
+            d.set_item(k, v)?;
+        }
+        Ok(d)
+    }
+
     #[getter]
     fn frames(&self) -> u64 {
         self.inner.frames

@@ -47,7 +47,7 @@ __all__ = [
 
 #: MAJOR.MINOR. Minor: additive changes (new keys, new sections, new enum values).
 #: Major: anything that removes, renames or changes the meaning or type of a key.
-SCHEMA_VERSION = "1.1"
+SCHEMA_VERSION = "1.2"
 
 Row = dict[str, Any]
 
@@ -252,9 +252,77 @@ class TableSection:
     rows: Callable[[Capture], Iterable[Row]] | None = None
 
 
-#: The table sections, in document order. Later issues append tcp_events, transactions, ...
+_SRT_NUMBERS = ("min_ms", "max_ms", "avg_ms", "sum_ms", "p50_ms", "p90_ms", "p99_ms", "p99_9_ms")
+
+
+def srt_object(row: Row) -> dict[str, Any]:
+    """One ``srt`` row (breakdown "op") -> its JSON object: tshark's SRT columns
+    (calls, min, max, avg, sum) plus percentiles and a log2 histogram."""
+    obj: dict[str, Any] = {
+        "protocol": row["protocol"],
+        "version": _int(row["version"]),
+        "op": row["op"],
+        "code": _int(row["code"]),
+        "calls": _int(row["calls"]),
+        "answered": _int(row["answered"]),
+        "unanswered": _int(row["unanswered"]),
+        "errors": _int(row["errors"]),
+    }
+    for key in _SRT_NUMBERS:
+        obj[key] = _num(row[key])
+    obj["histogram_log2_us"] = [int(x) for x in row["histogram_log2_us"] or []]
+    return obj
+
+
+def _srt_rows(capture: Capture) -> Iterator[Row]:
+    if "srt" not in capture.table_names:
+        return
+    for row in iter_rows(capture.table("srt")):
+        if row["breakdown"] == "op":
+            yield row
+
+
+def concurrency_object(row: Row) -> dict[str, Any]:
+    """One ``concurrency`` row -> its JSON object."""
+    obj: dict[str, Any] = {
+        "stream": _int(row["stream"]),
+        "protocol": row["protocol"],
+        "requests": _int(row["requests"]),
+        "max_outstanding": _int(row["max_outstanding"]),
+    }
+    for key in ("mean_outstanding", "mean_outstanding_busy", "at_max_fraction",
+                "busy_fraction", "mean_request_bytes", "mean_srt_ms",
+                "littles_law_bps", "observed_bps"):  # fmt: skip
+        obj[key] = _num(row[key])
+    obj["nfs41_slots"] = {
+        "max_slot": _int(row["max_slot"]),
+        "max_highest_slot": _int(row["max_highest_slot"]),
+        "min_target_highest_slot": _int(row["min_target_highest_slot"]),
+    }
+    obj["smb2_credits"] = (
+        {
+            "balance_inferred": bool(row["credit_balance_inferred"]),
+            "min_balance": _int(row["min_credit_balance"]),
+            "max_balance": _int(row["max_credit_balance"]),
+            "starved_ms": _num(row["credit_starved_ms"]),
+            "starved_requests": _int(row["credit_starved_requests"]),
+        }
+        if row["credits_tracked"]
+        else None
+    )
+    return obj
+
+
+def _concurrency_rows(capture: Capture) -> Iterator[Row]:
+    if "concurrency" in capture.table_names:
+        yield from iter_rows(capture.table("concurrency"))
+
+
+#: The table sections, in document order.
 SECTIONS: tuple[TableSection, ...] = (
     TableSection("conversations", "conversations", conversation_object, _conversation_rows),
+    TableSection("srt", "srt", srt_object, _srt_rows),
+    TableSection("concurrency", "concurrency", concurrency_object, _concurrency_rows),
 )
 
 
@@ -372,6 +440,7 @@ def _header(capture: Capture, findings: list[Finding] | None = None) -> dict[str
         "warnings": [str(w) for w in capture.warnings],
         "findings": [finding_object(f) for f in findings],
         "tcp_flags": _flag_counts(tcp_flag_counts(capture)[None]),
+        "storage": {k: int(v) for k, v in capture.app_stats.items()},
     }
 
 
