@@ -1,8 +1,8 @@
 //! Service-response-time statistics over the transactions: the columns of
 //! tshark's `-z rpc,srt` / `-z smb2,srt` tables (calls, min, max, avg, sum)
 //! plus exact percentiles and a log2 latency histogram, per protocol,
-//! version and operation — and the same broken down by client, by server and
-//! by file or share.
+//! version and operation — and the same broken down by client, by server, by
+//! file or share, and (for failed requests) by error status.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -80,7 +80,18 @@ fn endpoint(t: &Transaction, convs: &ConversationTable, client: bool) -> String 
 pub(crate) fn srt(log: &TransactionLog, convs: &ConversationTable) -> RecordBatch {
     let mut groups: BTreeMap<Key, Group> = BTreeMap::new();
     for t in &log.transactions {
-        let keys: [(&'static str, String); 4] = [
+        // Errors by status: the reply's status name (or the RPC-level
+        // failure), for requests that did not succeed.
+        let error_status = if t.status.is_some_and(|s| s != 0) || t.rpc_status.is_some() {
+            t.rpc_status
+                .clone()
+                .or_else(|| t.status_name.clone())
+                .or_else(|| t.status.map(|s| format!("0x{s:08x}")))
+                .unwrap_or_default()
+        } else {
+            String::new()
+        };
+        let keys: [(&'static str, String); 5] = [
             ("op", String::new()),
             ("client", endpoint(t, convs, true)),
             ("server", endpoint(t, convs, false)),
@@ -91,9 +102,10 @@ pub(crate) fn srt(log: &TransactionLog, convs: &ConversationTable) -> RecordBatc
                     .or_else(|| t.share.clone())
                     .unwrap_or_default(),
             ),
+            ("status", error_status.clone()),
         ];
         for (by, key) in keys {
-            if by == "file" && key.is_empty() {
+            if (by == "file" || by == "status") && key.is_empty() {
                 continue;
             }
             let g = groups
