@@ -322,10 +322,9 @@ enum After {
 enum Step {
     /// Consumed up to this offset.
     To(u64),
-    Lost {
-        from: u64,
-        bytes: Vec<u8>,
-    },
+    /// Framing lost after consuming up to `at`: rescan from `from` with the
+    /// frame's buffered `bytes` (they end at `at`), then go on at `at`.
+    Lost { from: u64, bytes: Vec<u8>, at: u64 },
 }
 
 pub(super) struct Framer {
@@ -432,12 +431,12 @@ impl Framer {
                     pos = p;
                     self.maybe_done(pos, frame, ts, out);
                 }
-                Step::Lost { from, bytes } => {
-                    // `bytes` hold the frame's buffered bytes after its
-                    // first one and the rest of this chunk.
-                    let upto = from + bytes.len() as u64;
+                Step::Lost { from, bytes, at } => {
+                    // Rescanning only the buffered bytes (at most a header)
+                    // keeps the recursion shallow; the rest of the chunk
+                    // goes on in this loop.
                     self.lose(from, &bytes, frame, ts, out);
-                    pos = pos.max(upto).min(end);
+                    pos = pos.max(at).min(end);
                 }
             }
         }
@@ -669,14 +668,11 @@ fn frame_data(cur: &mut Cur, pos0: u64, b: &[u8]) -> Step {
             return Step::To(pos);
         };
         if let After::Lost { from, bytes } = window_done(cur, w) {
-            // Rescan from `from`: the buffered bytes, then whatever of
-            // this chunk lies after them.
-            let upto = from + bytes.len() as u64;
-            let mut all = bytes;
-            if upto >= pos0 && upto < end {
-                all.extend_from_slice(&b[(upto - pos0) as usize..]);
-            }
-            return Step::Lost { from, bytes: all };
+            return Step::Lost {
+                from,
+                bytes,
+                at: pos,
+            };
         }
     }
 }

@@ -971,3 +971,21 @@ fn response_cut_by_the_end_of_the_capture() {
     assert_eq!(t.reply_count, Some(1 << 20));
     assert!(t.note.as_deref().unwrap().contains("end of the capture"));
 }
+
+/// Framing lost again and again inside one large chunk: each loss rescans
+/// only the buffered header bytes, so depth and work stay bounded.
+#[test]
+fn many_losses_in_one_chunk() {
+    let mut chunk = Vec::new();
+    for i in 0..1000u64 {
+        chunk.extend(s::message(&hdr(s::cmd::CLOSE, i), &close_request(FID)));
+        chunk.extend_from_slice(&[0, 0, 0, 9, 1, 2, 3]); // not a frame
+    }
+    let mut h = H::new();
+    h.data(0, &chunk);
+    let log = h.finish();
+    assert_eq!(log.transactions.len(), 1000);
+    // The last garbage reads as an NBSS header whose 9 bytes never come:
+    // nothing proves it wrong before the stream ends.
+    assert_eq!(log.resyncs, 999);
+}
