@@ -1,0 +1,771 @@
+#!/usr/bin/env python3
+"""Benchmark nastriage against cat, tcptrace and tshark on the same captures.
+
+Run by hand (never as a timed test); see bench/README.md. Standard library
+only. Typical use:
+
+    python3 bench/run.py --size 1G                 # generate (or reuse) and run
+    python3 bench/run.py --size 100M --repeat 3    # quick check
+    python3 bench/run.py --capture lab/out/x.pcap  # any capture, e.g. from the lab
+
+Each tool runs on the same file with a warm page cache (the file is read
+once with cat first; nothing is dropped from the cache). Wall time, user and
+system CPU time and peak RSS are measured per child process (os.wait4), so
+the numbers are the tool's own. Ratios are tool time / nastriage time from
+the same run: above 1 means nastriage is faster.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "bench" / "data"
+RESULTS = ROOT / "bench" / "results"
+
+# The issue's targets (ratios are tool time / nastriage time).
+TARGETS = {
+    "tcptrace_ratio": 2.0,
+    "tshark_ratio": 14.0,
+    "peak_rss_mb": 150.0,
+    "two_files_speedup": 1.7,
+    "version_s": 0.3,
+}
+
+X = "\u00d7"  # multiplication sign, for ratios
+
+TSHARK_ARGS = ["-q", "-z", "rpc,srt,100003,3", "-z", "smb2,srt", "-z", "expert"]
+
+
+# ---------------------------------------------------------------------------
+# Running and measuring
+
+
+# GNU time reports the peak RSS of the command alone. wait4's ru_maxrss
+# would do too, except that Linux carries the RSS high-water mark of the
+# process image replaced by exec() over into it: a child forked from this
+# Python process (30+ MB) would never show less than that. time(1) is small.
+GNU_TIME = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else None
+
+
+def _wrap(cmd: list[str], rss_file: Path) -> list[str]:
+    if GNU_TIME:
+        return [GNU_TIME, "-f", "%M", "-o", str(rss_file), *cmd]
+    return cmd
+
+
+def _rusage_result(
+    wall: float, status: int, ru: Any, rss_file: Path, stderr_path: Path | None = None
+) -> dict[str, Any]:
+    rc = os.waitstatus_to_exitcode(status)
+    err = ""
+    if rc != 0 and stderr_path is not None and stderr_path.exists():
+        err = stderr_path.read_text(errors="replace")[-2000:]
+    # ru_maxrss and %M are in KiB on Linux.
+    rss_kib = float(ru.ru_maxrss)
+    try:
+        rss_kib = float(rss_file.read_text().split()[-1])
+        rss_file.unlink()
+    except (OSError, ValueError, IndexError):
+        pass
+    return {
+        "wall_s": wall,
+        # CPU time of the child (and time(1), which uses next to none).
+        "user_s": ru.ru_utime,
+        "sys_s": ru.ru_stime,
+        "cpu_s": ru.ru_utime + ru.ru_stime,
+        "peak_rss_mb": rss_kib / 1024.0,
+        "exit_code": rc,
+        "stderr_tail": err,
+    }
+
+
+def run_one(cmd: list[str], stdout: Path | None, workdir: Path) -> dict[str, Any]:
+    """Run `cmd` once; wall, CPU and peak RSS of that child alone."""
+    err_path = workdir / "stderr.txt"
+    rss_file = workdir / "rss.txt"
+    with open(stdout or os.devnull, "wb") as out, open(err_path, "wb") as err:
+        t0 = time.perf_counter()
+        p = subprocess.Popen(_wrap(cmd, rss_file), stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+        _, status, ru = os.wait4(p.pid, 0)
+        wall = time.perf_counter() - t0
+        p.returncode = os.waitstatus_to_exitcode(status)
+    res = _rusage_result(wall, status, ru, rss_file, err_path)
+    res["cmd"] = cmd
+    return res
+
+
+def run_concurrent(cmds: list[list[str]], workdir: Path) -> dict[str, Any]:
+    """Start all `cmds` together; total wall until the last one ends, and
+    each child's own CPU time and peak RSS."""
+    procs = {}
+    files = []
+    t0 = time.perf_counter()
+    for i, cmd in enumerate(cmds):
+        err = open(workdir / f"stderr-{i}.txt", "wb")  # noqa: SIM115
+        files.append(err)
+        p = subprocess.Popen(
+            _wrap(cmd, workdir / f"rss-{i}.txt"),
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            stdin=subprocess.DEVNULL,
+        )
+        procs[p.pid] = (i, p)
+    children: list[dict[str, Any] | None] = [None] * len(cmds)
+    while procs:
+        pid, status, ru = os.wait4(-1, 0)
+        if pid not in procs:
+            continue
+        i, p = procs.pop(pid)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        r = _rusage_result(
+            time.perf_counter() - t0,
+            status,
+            ru,
+            workdir / f"rss-{i}.txt",
+            workdir / f"stderr-{i}.txt",
+        )
+        r["cmd"] = cmds[i]
+        children[i] = r
+    wall = time.perf_counter() - t0
+    for f in files:
+        f.close()
+    return {"wall_s": wall, "children": children}
+
+
+def repeat(n: int, fn: Any) -> dict[str, Any]:
+    """Run fn() n times; the median run (by wall time) plus every run."""
+    runs = [fn() for _ in range(n)]
+    for r in runs:
+        if r.get("exit_code", 0) != 0:
+            print(
+                f"\n  warning: exit code {r['exit_code']}: {r.get('stderr_tail', '')[-500:]}",
+                flush=True,
+            )
+    ok = [r for r in runs if r.get("exit_code", 0) == 0] or runs
+    ok.sort(key=lambda r: r["wall_s"])
+    best = dict(ok[len(ok) // 2])
+    best["runs_wall_s"] = [r["wall_s"] for r in runs]
+    best["min_wall_s"] = ok[0]["wall_s"]
+    return best
+
+
+# ---------------------------------------------------------------------------
+# Machine and tools
+
+
+def _first_line(cmd: list[str]) -> str:
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return "not available"
+    text = (out.stdout or out.stderr).strip()
+    lines = [ln for ln in text.splitlines() if ln.strip() and "Running as user" not in ln]
+    return lines[0].strip() if lines else "unknown"
+
+
+def machine_info(nastriage: list[str]) -> dict[str, Any]:
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem_gb = None
+    try:
+        m = re.search(r"MemTotal:\s+(\d+) kB", Path("/proc/meminfo").read_text())
+        if m:
+            mem_gb = round(int(m.group(1)) / 1024 / 1024, 1)
+    except OSError:
+        pass
+    osname = platform.platform()
+    try:
+        for line in Path("/etc/os-release").read_text().splitlines():
+            if line.startswith("PRETTY_NAME="):
+                osname = line.split("=", 1)[1].strip('"')
+    except OSError:
+        pass
+    core = _core_library()
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "memory_gb": mem_gb,
+        "kernel": platform.release(),
+        "os": osname,
+        "python": platform.python_version(),
+        "load_avg_start": os.getloadavg(),
+        "tools": {
+            "nastriage": _first_line([*nastriage, "--version"]),
+            "nastriage_core": core,
+            "tshark": _first_line(["tshark", "--version"]),
+            "tcptrace": _first_line(["tcptrace", "-v"]),
+            "cat": _first_line(["cat", "--version"]),
+            "rustc": _first_line(["rustc", "--version"]),
+        },
+    }
+
+
+def _core_library() -> str:
+    """Which compiled core nastriage will load (path, size, date, hash)."""
+    code = (
+        "import nastriage._core as c, os, hashlib;"
+        "p = c.__file__; s = os.stat(p);"
+        "h = hashlib.sha256(open(p, 'rb').read()).hexdigest()[:12];"
+        "print(p, s.st_size, int(s.st_mtime), h)"
+    )
+    try:
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        path, size, mtime, digest = out.stdout.split()
+    except (OSError, ValueError):
+        return "unknown"
+    when = _dt.datetime.fromtimestamp(int(mtime)).strftime("%Y-%m-%d %H:%M")
+    return f"{path} ({int(size) / 1e6:.1f} MB, built {when}, sha256 {digest})"
+
+
+def find_nastriage() -> list[str]:
+    """The nastriage command, avoiding pyenv-style shims (a shell script
+    that would add its own start-up time to every measurement)."""
+    exe = Path(sys.executable).parent / "nastriage"
+    if exe.exists():
+        return [str(exe)]
+    found = shutil.which("nastriage")
+    if found and "shims" not in found:
+        return [found]
+    return [sys.executable, "-m", "nastriage"]
+
+
+# ---------------------------------------------------------------------------
+# Captures
+
+
+def synth_binary(build: bool) -> Path:
+    target = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
+    exe = target / "release" / "nastriage-synth"
+    if build or not exe.exists():
+        print(f"building nastriage-synth (release) in {target} ...", flush=True)
+        subprocess.run(
+            ["cargo", "build", "--release", "-q", "-p", "nastriage-synth"], cwd=ROOT, check=True
+        )
+    return exe
+
+
+def generate(size: str, seed: int, synth: Path, snaplen: int | None) -> tuple[Path, dict]:
+    DATA.mkdir(parents=True, exist_ok=True)
+    suffix = f"-snap{snaplen}" if snaplen else ""
+    path = DATA / f"bench-{size}-s{seed}{suffix}.pcap"
+    info: dict[str, Any] = {"generated": False}
+    if path.exists():
+        print(f"reusing {path.relative_to(ROOT)}", flush=True)
+        return path, info
+    cmd = [str(synth), "bench", str(path), "--size", size, "--seed", str(seed)]
+    if snaplen:
+        cmd += ["--snaplen", str(snaplen)]
+    print(f"generating {path.relative_to(ROOT)} ...", flush=True)
+    t0 = time.perf_counter()
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    wall = time.perf_counter() - t0
+    info = {
+        "generated": True,
+        "wall_s": wall,
+        "mb_per_s": path.stat().st_size / 1e6 / wall,
+        "summary": out.stdout.strip(),
+    }
+    print(f"  {out.stdout.strip()}", flush=True)
+    return path, info
+
+
+def packet_count(path: Path, nastriage_json: Path | None) -> int | None:
+    if shutil.which("capinfos"):
+        out = subprocess.run(["capinfos", "-c", "-M", str(path)], capture_output=True, text=True)
+        m = re.search(r"Number of packets:\s+(\d+)", out.stdout)
+        if m:
+            return int(m.group(1))
+    if nastriage_json and nastriage_json.exists():
+        try:
+            caps = json.loads(nastriage_json.read_text())["captures"]
+            return sum(int(c["frames"]) for c in caps)
+        except (KeyError, ValueError, TypeError):
+            pass
+    return None
+
+
+def warm(path: Path) -> None:
+    with open(path, "rb") as f:
+        while f.read(1 << 24):
+            pass
+
+
+# ---------------------------------------------------------------------------
+# The benchmark
+
+
+def bench_capture(
+    path: Path,
+    tools: list[str],
+    nastriage: list[str],
+    n: int,
+    workdir: Path,
+) -> dict[str, Any]:
+    size = path.stat().st_size
+    warm(path)
+    results: dict[str, Any] = {}
+    json_out = workdir / "out.json"
+    commands = {
+        "cat": (["cat", str(path)], None),
+        # -n: no reverse DNS lookups (on a machine without a resolver they
+        # add seconds of timeouts that have nothing to do with the analysis).
+        "tcptrace": (["tcptrace", "-n", "-l", "-r", str(path)], workdir / "tcptrace.txt"),
+        "tshark": (["tshark", *TSHARK_ARGS, "-r", str(path)], workdir / "tshark.txt"),
+        "nastriage": ([*nastriage, "analyze", str(path), "--json", str(json_out)], None),
+    }
+    for tool in tools:
+        cmd, out = commands[tool]
+        if tool != "nastriage" and not shutil.which(cmd[0]):
+            print(f"  {tool}: not installed, skipped", flush=True)
+            continue
+        print(f"  {tool} ...", end="", flush=True)
+        r = repeat(n, lambda cmd=cmd, out=out: run_one(cmd, out, workdir))
+        r["load_avg_after"] = os.getloadavg()
+        results[tool] = r
+        status = "" if r["exit_code"] == 0 else f" (exit {r['exit_code']})"
+        print(f" {r['wall_s']:.2f} s{status}", flush=True)
+    packets = packet_count(path, json_out)
+    for r in results.values():
+        r["mb_per_s"] = size / 1e6 / r["wall_s"]
+        r["packets_per_s"] = packets / r["wall_s"] if packets else None
+    base = results.get("nastriage")
+    if base and base["exit_code"] == 0:
+        for r in results.values():
+            r["ratio_wall"] = r["wall_s"] / base["wall_s"]
+            r["ratio_cpu"] = r["cpu_s"] / base["cpu_s"] if base["cpu_s"] else None
+    return {"path": str(path), "bytes": size, "packets": packets, "tools": results}
+
+
+def bench_version(nastriage: list[str], n: int, workdir: Path) -> dict[str, Any]:
+    runs = [run_one([*nastriage, "--version"], None, workdir) for _ in range(max(n, 5))]
+    walls = sorted(r["wall_s"] for r in runs)
+    return {
+        "median_s": statistics.median(walls),
+        "min_s": walls[0],
+        "peak_rss_mb": max(r["peak_rss_mb"] for r in runs),
+    }
+
+
+def bench_two_files(
+    a: Path, b: Path, nastriage: list[str], n: int, workdir: Path
+) -> dict[str, Any]:
+    """Two files: one after the other, both at once (two processes), and
+    both in one merged `nastriage analyze A B`."""
+    warm(a)
+    warm(b)
+    total = a.stat().st_size + b.stat().st_size
+
+    def cmd(*files: Path) -> list[str]:
+        return [*nastriage, "analyze", *map(str, files), "--json", str(workdir / "two.json")]
+
+    def sequential() -> dict[str, Any]:
+        ra = run_one(cmd(a), None, workdir)
+        rb = run_one(cmd(b), None, workdir)
+        return {
+            "wall_s": ra["wall_s"] + rb["wall_s"],
+            "cpu_s": ra["cpu_s"] + rb["cpu_s"],
+            "peak_rss_mb": max(ra["peak_rss_mb"], rb["peak_rss_mb"]),
+            "exit_code": ra["exit_code"] or rb["exit_code"],
+            "stderr_tail": ra["stderr_tail"] + rb["stderr_tail"],
+        }
+
+    def concurrent() -> dict[str, Any]:
+        workdir_a = workdir / "a"
+        workdir_a.mkdir(exist_ok=True)
+        r = run_concurrent(
+            [
+                [*nastriage, "analyze", str(a), "--json", str(workdir / "a.json")],
+                [*nastriage, "analyze", str(b), "--json", str(workdir / "b.json")],
+            ],
+            workdir_a,
+        )
+        kids = [k for k in r["children"] if k]
+        return {
+            "wall_s": r["wall_s"],
+            "cpu_s": sum(k["cpu_s"] for k in kids),
+            "peak_rss_mb": max(k["peak_rss_mb"] for k in kids),
+            "exit_code": max(abs(k["exit_code"]) for k in kids),
+            "stderr_tail": "".join(k["stderr_tail"] for k in kids),
+        }
+
+    print("  two files, one after the other ...", end="", flush=True)
+    seq = repeat(n, sequential)
+    print(f" {seq['wall_s']:.2f} s", flush=True)
+    print("  two files, two processes at once ...", end="", flush=True)
+    con = repeat(n, concurrent)
+    print(f" {con['wall_s']:.2f} s", flush=True)
+    print("  two files, one merged run (analyze A B) ...", end="", flush=True)
+    merged = repeat(n, lambda: run_one(cmd(a, b), None, workdir))
+    print(f" {merged['wall_s']:.2f} s", flush=True)
+    for r in (seq, con, merged):
+        r["mb_per_s"] = total / 1e6 / r["wall_s"]
+        r["cores_used"] = r["cpu_s"] / r["wall_s"] if r["wall_s"] else None
+    return {
+        "files": [str(a), str(b)],
+        "bytes": total,
+        "sequential": seq,
+        "concurrent": con,
+        "merged": merged,
+        "speedup_concurrent": seq["wall_s"] / con["wall_s"],
+        "speedup_merged": seq["wall_s"] / merged["wall_s"],
+    }
+
+
+def bench_html(path: Path, nastriage: list[str], n: int, workdir: Path) -> dict[str, Any] | None:
+    help_text = subprocess.run(
+        [*nastriage, "analyze", "--help"], capture_output=True, text=True
+    ).stdout
+    if "--html" not in help_text:
+        return None
+    warm(path)
+    html = workdir / "report.html"
+    cmd = [*nastriage, "analyze", str(path), "--json", str(workdir / "h.json")]
+    cmd += ["--html", str(html)]
+    print("  --json and --html ...", end="", flush=True)
+    both = repeat(n, lambda: run_one(cmd, None, workdir))
+    print(f" {both['wall_s']:.2f} s", flush=True)
+    both["html_bytes"] = html.stat().st_size if html.exists() else None
+    return {"json_and_html": both}
+
+
+# ---------------------------------------------------------------------------
+# Report
+
+
+def _name(path: str) -> str:
+    """A capture's name in the report: relative to the repository when
+    under it, else its last two path components (lab captures are all
+    called client.pcap or server.pcap)."""
+    p = Path(path)
+    if not p.is_absolute():
+        return str(p)
+    try:
+        return str(p.relative_to(ROOT))
+    except ValueError:
+        return str(Path(*p.parts[-2:]))
+
+
+def fmt(v: Any, spec: str = ".2f") -> str:
+    if v is None:
+        return "-"
+    return format(v, spec)
+
+
+def capture_table(c: dict[str, Any]) -> list[str]:
+    lines = [
+        "| tool | wall s | CPU s (user+sys) | peak RSS MB | MB/s | packets/s | "
+        "ratio (tool ÷ nastriage, wall) | ratio (CPU) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for tool, r in c["tools"].items():
+        bad = "" if r["exit_code"] == 0 else f" (exit {r['exit_code']})"
+        lines.append(
+            f"| {tool}{bad} | {fmt(r['wall_s'])} | {fmt(r['cpu_s'])} "
+            f"({fmt(r['user_s'])}+{fmt(r['sys_s'])}) | {fmt(r['peak_rss_mb'], '.0f')} | "
+            f"{fmt(r['mb_per_s'], '.0f')} | {fmt(r['packets_per_s'], ',.0f')} | "
+            f"{fmt(r.get('ratio_wall'))} | {fmt(r.get('ratio_cpu'))} |"
+        )
+    return lines
+
+
+def verdicts(result: dict[str, Any]) -> list[str]:
+    out = []
+    for c in result["captures"]:
+        t = c["tools"]
+        name = _name(c["path"])
+        for tool, label, key in (
+            ("tcptrace", "tcptrace -n -l -r", "tcptrace_ratio"),
+            ("tshark", "tshark SRT+expert", "tshark_ratio"),
+        ):
+            if tool in t and "ratio_wall" in t[tool]:
+                r = t[tool]["ratio_wall"]
+                ok = r >= TARGETS[key]
+                out.append(
+                    f"- {name}: nastriage vs {label}: {r:.2f}{X} by wall time, "
+                    f"{fmt(t[tool].get('ratio_cpu'))}{X} by CPU time "
+                    f"(target ≥ {TARGETS[key]}{X}) — {'met' if ok else 'NOT met'}"
+                )
+        if "nastriage" in t:
+            rss = t["nastriage"]["peak_rss_mb"]
+            ok = rss < TARGETS["peak_rss_mb"]
+            out.append(
+                f"- {name}: nastriage peak RSS {rss:.0f} MB "
+                f"(target < {TARGETS['peak_rss_mb']:.0f} MB) — {'met' if ok else 'NOT met'}"
+            )
+    rss = [
+        (c["bytes"], c["tools"]["nastriage"]["peak_rss_mb"])
+        for c in result["captures"]
+        if "nastriage" in c["tools"]
+    ]
+    rss.sort()
+    if len(rss) > 1 and rss[-1][0] >= 2 * rss[0][0]:
+        flat = rss[-1][1] <= rss[0][1] * 1.05 + 2
+        out.append(
+            "- RSS flat across sizes: "
+            + ", ".join(f"{b / 1e9:.2f} GB → {m:.0f} MB" for b, m in rss)
+            + f" — {'met' if flat else 'NOT met'}"
+        )
+    two = result.get("two_files")
+    if two:
+        s = two["speedup_concurrent"]
+        out.append(
+            f"- two files on two cores (two processes): {s:.2f}{X} the rate of one after the "
+            f"other (target ≥ {TARGETS['two_files_speedup']}{X}) — "
+            f"{'met' if s >= TARGETS['two_files_speedup'] else 'NOT met'}"
+        )
+        m = two["speedup_merged"]
+        out.append(
+            f"- two files in one merged run (`analyze A B`): {m:.2f}{X} the rate of one after "
+            f"the other, {two['merged']['cores_used']:.2f} cores busy on average"
+        )
+    v = result.get("version")
+    if v:
+        ok = v["median_s"] < TARGETS["version_s"]
+        out.append(
+            f"- `nastriage --version`: {v['median_s']:.3f} s median "
+            f"(target < {TARGETS['version_s']} s) — {'met' if ok else 'NOT met'}"
+        )
+    return out
+
+
+def markdown(result: dict[str, Any]) -> str:
+    m = result["machine"]
+    lines = [
+        f"# Benchmark {result['date']} — {result['label']}",
+        "",
+        "Produced by `bench/run.py` (see `bench/README.md`); ratios are tool time ÷ "
+        "nastriage time from this run (above 1: nastriage is faster).",
+        "",
+        "## Machine",
+        "",
+        f"- CPU: {m['cpu']}, {m['cores']} cores; RAM {m['memory_gb']} GB",
+        f"- OS: {m['os']}, kernel {m['kernel']}; Python {m['python']}",
+        f"- load average at start: {' '.join(f'{x:.2f}' for x in m['load_avg_start'])}; "
+        f"at end: {' '.join(f'{x:.2f}' for x in result['load_avg_end'])}",
+    ]
+    for k, v in m["tools"].items():
+        lines.append(f"- {k}: {v}")
+    lines.append(f"- repeats per measurement: {result['repeat']} (median run shown)")
+    if result.get("note"):
+        lines += ["", f"Note: {result['note']}"]
+    lines += ["", "## Targets", ""]
+    lines += verdicts(result)
+    for c in result["captures"]:
+        gen = c.get("generation") or {}
+        lines += [
+            "",
+            f"## {_name(c['path'])}",
+            "",
+            f"{c['bytes']:,} bytes, {c['packets']:,} packets"
+            if c["packets"]
+            else f"{c['bytes']:,} bytes",
+        ]
+        if gen.get("generated"):
+            lines += [
+                "",
+                f"Generated in {gen['wall_s']:.1f} s ({gen['mb_per_s']:.0f} MB/s): "
+                f"{gen['summary']}",
+            ]
+        lines += ["", *capture_table(c)]
+    v = result.get("version")
+    if v:
+        lines += [
+            "",
+            "## Start-up",
+            "",
+            f"`nastriage --version`: median {v['median_s']:.3f} s, "
+            f"min {v['min_s']:.3f} s, peak RSS {v['peak_rss_mb']:.0f} MB",
+        ]
+    two = result.get("two_files")
+    if two:
+        lines += [
+            "",
+            "## Two files",
+            "",
+            "Files: " + ", ".join(_name(f) for f in two["files"]),
+            "",
+            "| form | wall s | CPU s | cores busy | peak RSS MB | MB/s | speed-up |",
+            "|---|---:|---:|---:|---:|---:|---:|",
+        ]
+        for key, label, speed in (
+            ("sequential", "one after the other", 1.0),
+            ("concurrent", "two processes at once", two["speedup_concurrent"]),
+            ("merged", "one run, `analyze A B` (merged)", two["speedup_merged"]),
+        ):
+            r = two[key]
+            lines.append(
+                f"| {label} | {fmt(r['wall_s'])} | {fmt(r['cpu_s'])} | "
+                f"{fmt(r['cores_used'])} | {fmt(r['peak_rss_mb'], '.0f')} | "
+                f"{fmt(r['mb_per_s'], '.0f')} | {speed:.2f}{X} |"
+            )
+    html = result.get("html")
+    if html:
+        both = html["json_and_html"]
+        json_only = None
+        for c in result["captures"]:
+            if c["path"] == html["path"] and "nastriage" in c["tools"]:
+                json_only = c["tools"]["nastriage"]
+        lines += [
+            "",
+            "## HTML report",
+            "",
+            f"On {_name(html['path'])}: `--json --html` {both['wall_s']:.2f} s wall, "
+            f"{both['cpu_s']:.2f} s CPU, peak RSS {both['peak_rss_mb']:.0f} MB"
+            + (
+                f"; `--json` alone {json_only['wall_s']:.2f} s, so the report adds "
+                f"{both['wall_s'] - json_only['wall_s']:.2f} s"
+                if json_only
+                else ""
+            )
+            + (f"; report {both['html_bytes'] / 1e6:.1f} MB" if both.get("html_bytes") else ""),
+        ]
+    if result.get("notes"):
+        lines += ["", result["notes"].rstrip()]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument(
+        "--size",
+        default="1G",
+        help="generated capture size(s), comma-separated (e.g. 100M,1G,4G; default 1G)",
+    )
+    ap.add_argument("--seed", type=int, default=1, help="generator seed (default 1)")
+    ap.add_argument("--snaplen", type=int, help="generate with this snapshot length")
+    ap.add_argument(
+        "--capture",
+        action="append",
+        type=Path,
+        help="bench this capture instead of generated ones (repeatable)",
+    )
+    ap.add_argument("--repeat", type=int, default=1, help="runs per measurement (default 1)")
+    ap.add_argument(
+        "--tools",
+        default="cat,tcptrace,tshark,nastriage",
+        help="comma-separated subset of cat,tcptrace,tshark,nastriage",
+    )
+    ap.add_argument("--no-extras", action="store_true", help="skip start-up, two-file, HTML")
+    ap.add_argument("--build", action="store_true", help="rebuild nastriage-synth first")
+    ap.add_argument("--label", help="results file label (default: the sizes or 'capture')")
+    ap.add_argument("--note", help="free text for the results file (e.g. machine was busy)")
+    ap.add_argument("--notes-file", type=Path, help="markdown appended to the results file")
+    ap.add_argument("--no-write", action="store_true", help="print only; no bench/results files")
+    ap.add_argument(
+        "--render",
+        type=Path,
+        metavar="JSON",
+        help="only rewrite the .md next to a results .json (with --notes-file: new notes)",
+    )
+    args = ap.parse_args(argv)
+
+    if args.render:
+        result = json.loads(args.render.read_text())
+        if args.notes_file:
+            result["notes"] = args.notes_file.read_text()
+            args.render.write_text(json.dumps(result, indent=1, default=str) + "\n")
+        args.render.with_suffix(".md").write_text(markdown(result))
+        print(f"wrote {args.render.with_suffix('.md')}")
+        return 0
+
+    tools = [t.strip() for t in args.tools.split(",") if t.strip()]
+    unknown = set(tools) - {"cat", "tcptrace", "tshark", "nastriage"}
+    if unknown:
+        ap.error(f"unknown tools: {', '.join(sorted(unknown))}")
+    nastriage = find_nastriage()
+    machine = machine_info(nastriage)
+    print(f"machine: {machine['cpu']}, {machine['cores']} cores, {machine['memory_gb']} GB")
+    print(f"load average: {' '.join(f'{x:.2f}' for x in machine['load_avg_start'])}")
+    if machine["load_avg_start"][0] > 0.5 * (machine["cores"] or 1):
+        print("warning: the machine is busy; numbers will be noisy (say so with --note)")
+
+    captures: list[tuple[Path, dict[str, Any] | None]] = []
+    second: Path | None = None
+    if args.capture:
+        captures = [(p.resolve(), None) for p in args.capture]
+        for p, _ in captures:
+            if not p.is_file():
+                ap.error(f"no such capture: {p}")
+        second = captures[1][0] if len(captures) > 1 else captures[0][0]
+        label = args.label or "capture"
+    else:
+        synth = synth_binary(args.build)
+        sizes = [s.strip() for s in args.size.split(",") if s.strip()]
+        for s in sizes:
+            captures.append(generate(s, args.seed, synth, args.snaplen))
+        # The two-file test uses the largest capture and a second one of
+        # the same size with the next seed.
+        if not args.no_extras:
+            second, _ = generate(sizes[-1], args.seed + 1, synth, args.snaplen)
+        label = args.label or "-".join(sizes)
+
+    result: dict[str, Any] = {
+        "date": _dt.date.today().isoformat(),
+        "label": label,
+        "machine": machine,
+        "repeat": args.repeat,
+        "note": args.note,
+        "targets": TARGETS,
+        "captures": [],
+    }
+    with tempfile.TemporaryDirectory(prefix="nastriage-bench-") as tmp:
+        work = Path(tmp)
+        for path, gen in captures:
+            print(f"{path.name} ({path.stat().st_size / 1e6:,.0f} MB):", flush=True)
+            c = bench_capture(path, tools, nastriage, args.repeat, work)
+            c["generation"] = gen
+            result["captures"].append(c)
+        if not args.no_extras:
+            print("extras:", flush=True)
+            result["version"] = bench_version(nastriage, args.repeat, work)
+            print(f"  nastriage --version: {result['version']['median_s']:.3f} s", flush=True)
+            # Generated captures: the largest (listed last); given ones: the first.
+            first = captures[0][0] if args.capture else captures[-1][0]
+            result["two_files"] = bench_two_files(
+                first, second or first, nastriage, args.repeat, work
+            )
+            html = bench_html(first, nastriage, args.repeat, work)
+            if html:
+                html["path"] = str(first)
+                result["html"] = html
+    result["load_avg_end"] = os.getloadavg()
+    if args.notes_file:
+        result["notes"] = args.notes_file.read_text()
+
+    text = markdown(result)
+    print()
+    print(text)
+    if not args.no_write:
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        stem = RESULTS / f"{result['date']}-{re.sub(r'[^A-Za-z0-9._-]+', '-', label)}"
+        Path(f"{stem}.md").write_text(text)
+        # Paths under the repository are stored relative to it.
+        blob = json.dumps(result, indent=1, default=str)
+        blob = blob.replace(str(ROOT) + "/", "")
+        Path(f"{stem}.json").write_text(blob + "\n")
+        print(f"wrote {Path(f'{stem}.md').relative_to(ROOT)} and .json")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
