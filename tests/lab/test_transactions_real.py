@@ -94,4 +94,11 @@ def test_transfer_found(runs: dict[str, Path], name: str, side: str) -> None:
     if n is not None:
         conc = cap.table("concurrency")
         mine = conc.filter(pc.equal(conc["protocol"], protocol))
-        assert pc.max(mine["max_outstanding"]).as_py() == n
+        seen = pc.max(mine["max_outstanding"]).as_py()
+        if op.upper() == "READ":
+            # Small READ calls leave at once: the wire shows all N in flight.
+            assert seen == n
+        else:
+            # A 64 KiB WRITE can wait in the client's socket buffer behind
+            # the others, so the wire may show fewer than N started.
+            assert n - 2 <= seen <= n
