@@ -8,6 +8,7 @@ import subprocess
 from collections import defaultdict
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "captures"
 CATALOG = SHARED / "CATALOG.tsv"
@@ -81,3 +82,23 @@ def tshark_conversations(path: Path) -> dict[int, dict[Direction, list[int]]]:
         d[0] += 1
         d[1] += int(parts[4])
     return {k: dict(v) for k, v in streams.items()}
+
+
+def our_conversations(cap: Any) -> dict[int, dict[Direction, list[int]]]:
+    """The same shape as tshark_conversations(), from a nastriage Capture."""
+    import ipaddress
+
+    cols = cap.conversations.select(
+        ["stream", "client_ip", "client_port", "server_ip", "server_port",
+         "frames_c2s", "bytes_c2s", "frames_s2c", "bytes_s2c"]
+    ).to_pylist()  # fmt: skip
+    out: dict[int, dict[Direction, list[int]]] = {}
+    for r in cols:
+        client = (str(ipaddress.ip_address(r["client_ip"])), r["client_port"])
+        server = (str(ipaddress.ip_address(r["server_ip"])), r["server_port"])
+        dirs = {
+            client: [r["frames_c2s"], r["bytes_c2s"]],
+            server: [r["frames_s2c"], r["bytes_s2c"]],
+        }
+        out[r["stream"]] = {k: v for k, v in dirs.items() if v[0] > 0}
+    return out

@@ -4,44 +4,19 @@ equal capinfos' (the CATALOG's packet column)."""
 
 from __future__ import annotations
 
-import ipaddress
-
 import pytest
 
 import nastriage
-from oracle import SHARED, catalog, have_tshark, readable_captures, tshark_conversations
+from oracle import (
+    SHARED,
+    catalog,
+    have_tshark,
+    our_conversations,
+    readable_captures,
+    tshark_conversations,
+)
 
 CAPTURES = readable_captures()
-
-
-def ours(cap: nastriage.Capture) -> dict[int, dict[tuple[str, int], list[int]]]:
-    cols = cap.conversations.select(
-        [
-            "stream",
-            "client_ip",
-            "client_port",
-            "server_ip",
-            "server_port",
-            "frames_c2s",
-            "bytes_c2s",
-            "frames_s2c",
-            "bytes_s2c",
-        ]
-    ).to_pylist()
-    out: dict[int, dict[tuple[str, int], list[int]]] = {}
-    for r in cols:
-        dirs = {
-            (str(ipaddress.ip_address(r["client_ip"])), r["client_port"]): [
-                r["frames_c2s"],
-                r["bytes_c2s"],
-            ],
-            (str(ipaddress.ip_address(r["server_ip"])), r["server_port"]): [
-                r["frames_s2c"],
-                r["bytes_s2c"],
-            ],
-        }
-        out[r["stream"]] = {k: v for k, v in dirs.items() if v[0] > 0}
-    return out
 
 
 @pytest.mark.parametrize("name", CAPTURES)
@@ -55,7 +30,7 @@ def test_frame_count_equals_capinfos(name: str) -> None:
 @pytest.mark.parametrize("name", CAPTURES)
 def test_conversations_equal_tshark(name: str) -> None:
     path = SHARED / name
-    assert ours(nastriage.open(path)) == tshark_conversations(path)
+    assert our_conversations(nastriage.open(path)) == tshark_conversations(path)
 
 
 def test_some_captures_have_many_streams() -> None:

@@ -20,11 +20,12 @@ from pathlib import Path
 
 import pytest
 
+from lab_env import lab_unavailable as _unavailable
+
 pytestmark = pytest.mark.lab
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB = ROOT / "lab"
-TOOLS = ("smbd", "smbclient", "ganesha.nfsd", "rpcbind", "nfs-cp", "tcpdump", "ip", "ethtool")
 #: Bound on the whole lab run (it takes about 90 s on 2 cores).
 RUN_TIMEOUT_S = 900
 
@@ -45,20 +46,6 @@ def _scenarios() -> dict[str, str]:
 
 
 SCENARIOS = _scenarios()
-
-
-def _unavailable() -> str | None:
-    if os.environ.get("NASTRIAGE_LAB") == "0":
-        return "NASTRIAGE_LAB=0"
-    if not hasattr(os, "geteuid") or os.geteuid() != 0:
-        return "the lab needs root"
-    missing = [t for t in TOOLS if not shutil.which(t)]
-    if missing:
-        return f"lab packages missing ({', '.join(missing)}): run lab/install.sh"
-    r = subprocess.run(["ip", "netns", "list"], capture_output=True, timeout=10)
-    if r.returncode != 0:
-        return "ip netns does not work here"
-    return None
 
 
 @pytest.fixture(scope="session")

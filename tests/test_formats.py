@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import nastriage
-from oracle import have_tshark, tshark_conversations
+from oracle import have_tshark, our_conversations, tshark_conversations
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -99,39 +99,7 @@ def test_format_and_link_type(
     assert {"ipv6", "ip-fragment"} <= names
     assert ("udp" in names) == ("--snaplen" not in extra)
     if have_tshark():
-        assert_conversations_match_tshark(cap, path)
-
-
-def assert_conversations_match_tshark(cap: nastriage.Capture, path: Path) -> None:
-    import ipaddress
-
-    rows = cap.conversations.select(
-        [
-            "stream",
-            "client_ip",
-            "client_port",
-            "server_ip",
-            "server_port",
-            "frames_c2s",
-            "bytes_c2s",
-            "frames_s2c",
-            "bytes_s2c",
-        ]
-    ).to_pylist()
-    ours = {}
-    for r in rows:
-        d = {
-            (str(ipaddress.ip_address(r["client_ip"])), r["client_port"]): [
-                r["frames_c2s"],
-                r["bytes_c2s"],
-            ],
-            (str(ipaddress.ip_address(r["server_ip"])), r["server_port"]): [
-                r["frames_s2c"],
-                r["bytes_s2c"],
-            ],
-        }
-        ours[r["stream"]] = {k: v for k, v in d.items() if v[0] > 0}
-    assert ours == tshark_conversations(path)
+        assert our_conversations(cap) == tshark_conversations(path)
 
 
 @pytest.mark.parametrize("compress", ["gzip", "zstd"])

@@ -199,6 +199,26 @@ def test_nfs_report_has_heatmap_and_sequence_graph(
         loaded.page.close()
 
 
+def test_report_from_standard_input_has_sequence_graph(
+    browser: Any, tmp_path: Path, engine: None
+) -> None:
+    """`cat FILE | nastriage analyze - --html OUT`: the points come from the one pass."""
+    report = tmp_path / "stdin.html"
+    with open(EXAMPLES / "nfs3-receiver-stall.pcap.gz", "rb") as f:
+        res = run_cli(["analyze", "-", "--html", report, "-q"], stdin=f)
+    assert res.returncode == 0, res.stderr.decode()
+    loaded = load(browser, report)
+    try:
+        assert loaded.problems() == []
+        charts = {c["id"]: c for c in loaded.page.evaluate(CHART_STATE)}
+        seq = [c for k, c in charts.items() if k.startswith("seq-")]
+        assert seq and all(c["drawn"] for c in seq)
+        assert any(c["lines"] >= 3 and c["points"] > 0 for c in seq), seq
+        assert "standard input" not in loaded.page.inner_text("#chart-" + seq[0]["id"])
+    finally:
+        loaded.page.close()
+
+
 def test_interactions_zoom_interval_sort(browser: Any, tmp_path: Path, engine: None) -> None:
     import nastriage
     from nastriage.views.html import write_report

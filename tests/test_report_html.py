@@ -27,11 +27,10 @@ pytest.importorskip("plotly")
 from nastriage.views.html import build_report, write_report
 from nastriage.views.html.reduce import (
     envelope,
-    keep_marked,
     nice_interval_ns,
     slowest,
 )
-from nastriage.views.html.streams import _dense_or_envelope, detail_rows
+from nastriage.views.html.streams import _dense_or_envelope
 from nastriage.views.html.text import attr_num, json_for_script, ptext
 
 
@@ -297,31 +296,11 @@ def test_envelope_keeps_extremes() -> None:
     assert not short.reduced and short.y == [3.0, 4.0]
 
 
-def test_keep_marked_keeps_every_marked_point() -> None:
-    n = 50_000
-    t = [float(i) for i in range(n)]
-    lo = [float(i) for i in range(n)]
-    hi = [float(i + 1) for i in range(n)]
-    marked = [i % 997 == 0 for i in range(n)]
-    keep, reduced = keep_marked(t, lo, hi, marked, 2000)
-    assert reduced
-    assert {i for i in range(n) if marked[i]} <= set(keep)
-    assert 0 in keep and n - 1 in keep
-
-
 def test_dense_or_envelope_sees_empty_bins_as_zero() -> None:
     assert _dense_or_envelope([0, 1], [5.0, 6.0], 10, 100) is None
     xs, ys = _dense_or_envelope([3, 5000], [7.0, 9.0], 10_000, 100)  # type: ignore[misc]
     assert 9.0 in ys and 7.0 in ys and 0.0 in ys
     assert len(xs) <= 100
-
-
-def test_detail_windows_shrink_to_budget() -> None:
-    times = list(range(0, 10_000_000_000, 1_000_000))  # 10 s, one per ms
-    hits, half = detail_rows(times, [5_000_000_000], budget=50)
-    assert hits and len(hits) <= 50 and half < 50_000_000
-    assert all(abs(times[i] - 5_000_000_000) <= half for i in hits)
-    assert detail_rows(times, []) == ([], 0)
 
 
 def test_slowest_and_intervals() -> None:

@@ -337,6 +337,45 @@ def test_segments_only_for_chosen_streams(scenario: Any) -> None:
     assert max(s["window"] for s in seg if not s["flags"].startswith("SYN")) == 1 << 20
 
 
+def test_seq_points_keep_every_flagged_frame(scenario: Any) -> None:
+    """tcp_seq_points (every connection, one pass) keeps each frame of tcp_events, and a
+    small budget reduces the rest and says so in tcp_seq_reduction."""
+    import pyarrow.compute as pc
+
+    path = scenario("tcp-pathologies")
+    for budget in (4000, 40):
+        cap = nastriage.open(path, segment_points=budget)
+        pts = rows(cap.table("tcp_seq_points"))
+        kept = {(p["stream"], p["frame"]) for p in pts}
+        events = rows(cap.table("tcp_events"))
+        assert events
+        assert {(e["stream"], e["frame"]) for e in events} <= kept
+        red = rows(cap.table("tcp_seq_reduction"))
+        assert {(r["stream"], r["direction"]) for r in red} == {
+            (p["stream"], p["direction"]) for p in pts
+        }
+        for r in red:
+            mine = [
+                p for p in pts if (p["stream"], p["direction"]) == (r["stream"], r["direction"])
+            ]
+            assert len(mine) == r["points_kept"] <= r["points_seen"]
+            assert [p["frame"] for p in mine] == sorted(p["frame"] for p in mine)
+            assert any(p["reduced"] for p in mine) == (r["bucket_ns"] is not None)
+        conv_frames = pc.sum(
+            pc.add(cap.conversations["frames_c2s"], cap.conversations["frames_s2c"])
+        )
+        seen = sum(r["points_seen"] for r in red)
+        assert seen == conv_frames.as_py()
+        if budget == 40:
+            assert any(r["reduced"] for r in red)
+            assert all(
+                r["points_kept"] - r["flagged_kept"] - r["context_kept"] <= 40 + 8 for r in red
+            )
+        else:
+            assert not any(r["reduced"] for r in red) and len(pts) == seen
+    assert nastriage.open(path, segment_points=0).table("tcp_seq_points").num_rows == 0
+
+
 # -- JSON ------------------------------------------------------------------------------------
 
 

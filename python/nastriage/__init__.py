@@ -43,6 +43,7 @@ def open(
     progress: Callable[[int, int], None] | None = None,
     decode_as: list[tuple[int, str]] | None = None,
     segments_for: list[int] | None = None,
+    segment_points: int | None = None,
 ) -> Capture:
     """Analyse one capture file (or several, merged in time order) in one pass.
 
@@ -52,7 +53,8 @@ def open(
     when unknown). ``decode_as=[(PORT, "nfs"|"smb")]`` forces the protocol of TCP
     connections on a port (detection by content works on any port without it).
     ``segments_for=[STREAM, ...]`` keeps every segment of those TCP connections in the
-    ``tcp_segments`` table (sequence graphs).
+    ``tcp_segments`` table (sequence graphs). ``segment_points`` bounds the ordinary points
+    per connection and direction of the reduced ``tcp_seq_points`` table (0: none).
     """
     from nastriage.capture import Capture
 
@@ -61,6 +63,7 @@ def open(
         progress=progress,
         decode_as=decode_as or (),
         segments_for=segments_for or (),
+        segment_points=segment_points,
     )
 
 

@@ -52,6 +52,8 @@ def analyze(
     progress_interval_bytes: int = 64 << 20,
     decode_as: list[tuple[int, str]] = ...,
     segments_for: list[int] = ...,
+    segment_points: int = 4000,
+    segment_points_total: int = 1_000_000,
 ) -> Analysis:
     """Analyse captures in one streaming pass (``"-"`` is standard input).
     ``progress(bytes_read, total_bytes)`` is called every
@@ -60,5 +62,9 @@ def analyze(
     pairs whose TCP connections are decoded as that protocol whatever their
     content. ``segments_for`` lists TCP streams (``tcp.stream``) whose every segment goes to
     the ``tcp_segments`` table (sequence graphs; empty by default).
+    ``segment_points`` bounds the ordinary points per connection and direction of the
+    reduced ``tcp_seq_points`` table (every connection; flagged segments always kept;
+    0 disables it), ``segment_points_total`` all its points (past it the smallest
+    connections are dropped, with a warning).
     Raises ValueError for an unknown protocol name, CaptureError for unreadable input;
     a capture cut mid-record gives a warning and all results before the cut."""

@@ -71,11 +71,14 @@ class Capture:
         progress_interval_bytes: int | None = None,
         decode_as: Sequence[tuple[int, str]] = (),
         segments_for: Sequence[int] = (),
+        segment_points: int | None = None,
     ) -> Capture:
         """Run the engine over the given files (``"-"`` is standard input).
 
         ``decode_as`` forces decoding of TCP ports, e.g. ``[(3049, "nfs")]``.
         ``segments_for`` lists TCP streams whose segments fill the ``tcp_segments`` table.
+        ``segment_points`` bounds the reduced ``tcp_seq_points`` per connection and
+        direction (None: the engine's default; 0: none).
         """
         from nastriage import _core
 
@@ -86,6 +89,7 @@ class Capture:
             progress_interval_bytes if progress_interval_bytes is not None else 64 << 20,
             list(decode_as),
             segments_for=[int(s) for s in segments_for],
+            **({} if segment_points is None else {"segment_points": int(segment_points)}),
         )
         return cls(analysis, paths)
 

@@ -18,9 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from lab_env import lab_unavailable
+
 ROOT = Path(__file__).resolve().parents[2]
 LAB = ROOT / "lab"
-TOOLS = ("smbd", "smbclient", "ganesha.nfsd", "rpcbind", "nfs-cp", "tcpdump", "ip", "ethtool")
 LABEL_KEYS = (
     "scenario", "impairment", "expected_finding", "protocol", "rtt_ms", "bottleneck_mbps",
     "buffer_packets", "loss", "reorder", "congestion_control", "window_scaling",
@@ -39,20 +40,6 @@ def load_module(name: str):
     sys.modules[spec.name] = mod
     spec.loader.exec_module(mod)
     return mod
-
-
-def lab_unavailable() -> str | None:
-    if os.environ.get("NASTRIAGE_LAB") == "0":
-        return "NASTRIAGE_LAB=0"
-    if not hasattr(os, "geteuid") or os.geteuid() != 0:
-        return "needs root"
-    missing = [t for t in TOOLS if not shutil.which(t)]
-    if missing:
-        return f"lab packages missing ({', '.join(missing)}): run lab/install.sh"
-    r = subprocess.run(["ip", "netns", "list"], capture_output=True, timeout=10)
-    if r.returncode != 0:
-        return "ip netns does not work here"
-    return None
 
 
 # --- no root needed ---------------------------------------------------------

@@ -65,6 +65,8 @@ impl Analysis {
             "zero_window_episodes",
             "tcp_series",
             "tcp_segments",
+            "tcp_seq_points",
+            "tcp_seq_reduction",
         ]
     }
 
@@ -85,6 +87,14 @@ impl Analysis {
                 &self.conversations,
             )),
             "tcp_segments" => Some(crate::tcp::tables::tcp_segments(
+                &self.tcp,
+                &self.conversations,
+            )),
+            "tcp_seq_points" => Some(crate::tcp::tables::tcp_seq_points(
+                &self.tcp,
+                &self.conversations,
+            )),
+            "tcp_seq_reduction" => Some(crate::tcp::tables::tcp_seq_reduction(
                 &self.tcp,
                 &self.conversations,
             )),

@@ -22,6 +22,10 @@ pub struct AnalyzeOptions<'a> {
     /// Streams (`tcp.stream`) whose every segment goes to the
     /// `tcp_segments` table (sequence graphs); empty: none.
     pub segments_for: Vec<u32>,
+    /// Reduced sequence-graph points of every connection
+    /// (`tcp_seq_points`): ordinary points per connection and direction (0:
+    /// none), points in all, segments kept around each flagged one.
+    pub seq_points: crate::tcp::seq_points::SeqPointsConfig,
 }
 
 impl Default for AnalyzeOptions<'_> {
@@ -31,6 +35,7 @@ impl Default for AnalyzeOptions<'_> {
             progress_interval: 64 << 20,
             decode_as: Vec::new(),
             segments_for: Vec::new(),
+            seq_points: Default::default(),
         }
     }
 }
@@ -73,6 +78,7 @@ pub fn analyze(paths: &[String], mut opts: AnalyzeOptions<'_>) -> Result<Analysi
     let mut convs = ConversationTable::default();
     let mut tcpa = TcpAnalyzer::new(TcpAnalysisConfig {
         segments_for: std::mem::take(&mut opts.segments_for),
+        seq_points: opts.seq_points,
         ..Default::default()
     });
     let mut app = AppLayer::new(std::mem::take(&mut opts.decode_as));

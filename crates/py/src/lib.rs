@@ -145,7 +145,8 @@ fn capture_error(py: Python<'_>, e: &nastriage_engine::CaptureError) -> PyErr {
 
 /// Analyse captures in one streaming pass; see `_core.pyi`.
 #[pyfunction]
-#[pyo3(signature = (paths, progress=None, progress_interval_bytes=64 << 20, decode_as=Vec::new(), segments_for=Vec::new()))]
+#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (paths, progress=None, progress_interval_bytes=64 << 20, decode_as=Vec::new(), segments_for=Vec::new(), segment_points=4000, segment_points_total=1_000_000))]
 fn analyze(
     py: Python<'_>,
     paths: Vec<String>,
@@ -153,6 +154,8 @@ fn analyze(
     progress_interval_bytes: u64,
     decode_as: Vec<(u16, String)>,
     segments_for: Vec<u32>,
+    segment_points: usize,
+    segment_points_total: usize,
 ) -> PyResult<PyAnalysis> {
     let decode_as = decode_as
         .into_iter()
@@ -184,6 +187,11 @@ fn analyze(
             progress_interval: progress_interval_bytes.max(1 << 20),
             decode_as,
             segments_for,
+            seq_points: nastriage_engine::tcp::seq_points::SeqPointsConfig {
+                per_dir: segment_points,
+                total: segment_points_total,
+                ..Default::default()
+            },
         };
         nastriage_engine::analyze(&paths, opts)
     });

@@ -12,9 +12,12 @@
 //!    or — decided when the retransmission appears — was waiting for it:
 //!    time provisionally put in 3–5 since the last progress (new data
 //!    acknowledged) moves here when a retransmission follows;
-//! 3. `receive_window`: data outstanding, and the sender's flight (unacknowledged bytes, or bytes
-//!    sent in the last RTT where larger: see `cwnd.rs`) is at least 90 % of
-//!    the receiver's advertised window;
+//! 3. `receive_window`: data outstanding, and the sender's last new data
+//!    reached the right edge of the window it knew (the edge advertised a
+//!    near-side RTT before: next to the receiver that is the edge of about
+//!    one RTT ago), or its flight (unacknowledged bytes, or bytes sent in
+//!    the last round where larger: see `cwnd.rs`) is at least 90 % of the
+//!    receiver's advertised window;
 //! 4. `application`: nothing outstanding and nothing sent in the last
 //!    round trip (the application has nothing to send, e.g. between
 //!    requests, or waits for the peer), or the last new segment was shorter
@@ -69,6 +72,8 @@ pub struct DirState {
     pub outstanding: u64,
     /// The receiver's advertised window, scaled (None: unknown).
     pub rwnd: Option<u64>,
+    /// The last new data reached the window edge the sender knew.
+    pub at_edge: bool,
     pub drained: bool,
 }
 
@@ -81,7 +86,7 @@ pub fn classify(s: &DirState) -> (Limit, bool) {
         (Limit::LossRecovery, false)
     } else if s.outstanding == 0 {
         (Limit::Application, false)
-    } else if s.rwnd.is_some_and(|w| s.flight * 10 >= w * 9) {
+    } else if s.at_edge || s.rwnd.is_some_and(|w| s.flight * 10 >= w * 9) {
         (Limit::ReceiveWindow, true)
     } else if s.drained {
         (Limit::Application, true)
@@ -164,6 +169,7 @@ mod tests {
             flight: 100,
             outstanding: 100,
             rwnd: Some(100),
+            at_edge: false,
             drained: true,
         };
         assert_eq!(classify(&s), (Limit::ZeroWindow, false));

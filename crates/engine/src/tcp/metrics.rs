@@ -12,7 +12,7 @@ use std::collections::VecDeque;
 use nastriage_net::tcp_flags::{ACK, FIN, RST, SYN};
 use nastriage_net::{IpInfo, TcpSegment};
 
-use super::cwnd::{CcHint, CwndTracker};
+use super::cwnd::{CcHint, CwndTracker, Send, Vantage};
 use super::flags::{Flag, FlagSet};
 use super::limitation::{DirState, Limitation, BUCKETS};
 use super::retrans_class::{
@@ -21,6 +21,7 @@ use super::retrans_class::{
 };
 use super::rtt::{Rtt, Source};
 use super::segments::{SegPoint, SegmentStore};
+use super::seq_points::SeqPoints;
 use super::series::Series;
 use super::window::WindowScale;
 use super::zero_window::{Episode, ZeroWindow};
@@ -35,12 +36,17 @@ pub const IDLE_MIN_NS: i64 = 1_000_000;
 const SHORT_BY: u32 = 40;
 /// Segments this long or longer can be full-sized (RFC 9293's default MSS).
 const MIN_FULL: u32 = 536;
+/// Window edges remembered per direction (to know the edge the sender had).
+const MAX_EDGES: usize = 256;
+/// Consecutive IPv4 IDs of a direction checked before trusting their order.
+const MIN_ID_STEPS: u32 = 20;
 
 /// Where the outputs of all connections go.
 #[derive(Debug, Clone, Default)]
 pub struct Sinks {
     pub series: Series,
     pub segments: SegmentStore,
+    pub seq_points: SeqPoints,
     pub episodes: Vec<Episode>,
 }
 
@@ -64,6 +70,16 @@ struct Sent {
     retx: bool,
 }
 
+/// A gap in the sequence: data above it passed the capture point first.
+#[derive(Debug, Clone, Copy)]
+struct Hole {
+    l: i64,
+    r: i64,
+    /// When it appeared, and the IPv4 ID of the segment that opened it.
+    ts: i64,
+    opener_id: Option<u32>,
+}
+
 /// Sequence state and counters of one direction (the data it sends).
 #[derive(Debug, Clone)]
 struct Flow {
@@ -74,7 +90,7 @@ struct Flow {
     hi: i64,
     una: i64,
     sent: VecDeque<Sent>,
-    holes: Vec<(i64, i64)>,
+    holes: Vec<Hole>,
     dup_acks: u32,
     sacked_above: bool,
     in_recovery: bool,
@@ -89,6 +105,16 @@ struct Flow {
     ttl_max: Option<u8>,
     first_ip_id: Option<u32>,
     ids_vary: bool,
+    /// IPv4 IDs: last one, consecutive pairs seen and pairs stepping
+    /// forward by 1..=4096 (a per-connection or per-host counter).
+    last_ip_id: Option<u32>,
+    id_steps: u32,
+    id_forward: u32,
+    /// Right edges (ack + window) the receiver advertised for this
+    /// direction, when they grew: (time seen, edge).
+    edges: VecDeque<(i64, i64)>,
+    /// The last new data reached the window edge the sender knew.
+    at_edge: bool,
     bytes: u64,
     data_segs: u64,
     pure_acks: u64,
@@ -122,6 +148,11 @@ impl Flow {
             ttl_max: None,
             first_ip_id: None,
             ids_vary: false,
+            last_ip_id: None,
+            id_steps: 0,
+            id_forward: 0,
+            edges: VecDeque::new(),
+            at_edge: false,
             bytes: 0,
             data_segs: 0,
             pure_acks: 0,
@@ -155,7 +186,35 @@ impl Flow {
     }
 
     fn in_hole(&self, s: i64, e: i64) -> bool {
-        self.holes.iter().any(|&(l, r)| s < r && l < e)
+        self.holes.iter().any(|h| s < h.r && h.l < e)
+    }
+
+    fn hole_at(&self, s: i64, e: i64) -> Option<Hole> {
+        self.holes.iter().find(|h| s < h.r && h.l < e).copied()
+    }
+
+    /// The direction's IPv4 IDs follow the order of sending.
+    fn ids_sequential(&self) -> bool {
+        self.id_steps >= MIN_ID_STEPS && self.id_forward * 10 >= self.id_steps * 9
+    }
+
+    /// The window edge the sender knew at `at` (the latest advertised at
+    /// or before it).
+    fn known_edge(&mut self, at: i64) -> Option<i64> {
+        while self.edges.len() >= 2 && self.edges[1].0 <= at {
+            self.edges.pop_front();
+        }
+        self.edges.front().filter(|x| x.0 <= at).map(|x| x.1)
+    }
+
+    fn note_edge(&mut self, ts: i64, edge: i64) {
+        if self.edges.back().is_some_and(|x| x.1 >= edge) {
+            return;
+        }
+        if self.edges.len() == MAX_EDGES {
+            self.edges.pop_front();
+        }
+        self.edges.push_back((ts, edge));
     }
 
     fn fill_holes(&mut self, s: i64, e: i64) {
@@ -163,16 +222,16 @@ impl Flow {
             return;
         }
         let mut out = Vec::with_capacity(self.holes.len() + 1);
-        for &(l, r) in &self.holes {
-            if e <= l || r <= s {
-                out.push((l, r));
+        for &h in &self.holes {
+            if e <= h.l || h.r <= s {
+                out.push(h);
                 continue;
             }
-            if l < s {
-                out.push((l, s));
+            if h.l < s {
+                out.push(Hole { r: s, ..h });
             }
-            if e < r {
-                out.push((e, r));
+            if e < h.r {
+                out.push(Hole { l: e, ..h });
             }
         }
         self.holes = out;
@@ -222,6 +281,9 @@ pub struct DirSummary {
     pub ttl_max: Option<u8>,
     /// RTT of the far side of this direction's data.
     pub far_rtt: Option<SideRtt>,
+    /// Smallest far-side time over every source, handshake included: the
+    /// network part of that side, without ACK delays.
+    pub far_min_ns: Option<i64>,
     pub retrans: RetransCounts,
     pub bytes: u64,
     pub data_segs: u64,
@@ -343,6 +405,7 @@ impl ConnMetrics {
             flight,
             outstanding,
             rwnd: self.ws.current(1 - dir),
+            at_edge: active && fl.at_edge,
             drained: fl.drained,
         }
     }
@@ -391,6 +454,13 @@ impl ConnMetrics {
                     Some(id) if id != ip.id => fl.ids_vary = true,
                     _ => {}
                 }
+                if let Some(last) = fl.last_ip_id {
+                    fl.id_steps = fl.id_steps.saturating_add(1);
+                    if (1..=4096).contains(&(ip.id.wrapping_sub(last) & 0xffff)) {
+                        fl.id_forward = fl.id_forward.saturating_add(1);
+                    }
+                }
+                fl.last_ip_id = Some(ip.id);
             }
         }
         self.rtt.hs.on_segment(d, ts, t.flags, t.seq, t.ack);
@@ -454,7 +524,8 @@ impl ConnMetrics {
         }
 
         // Sequence-graph points.
-        if sink.segments.wants(stream) {
+        let want_segment = sink.segments.wants(stream);
+        if want_segment || sink.seq_points.enabled() {
             let fl = &self.flows[d];
             let peer = &self.flows[f];
             let mut sack = [(0i64, 0i64); 4];
@@ -463,7 +534,7 @@ impl ConnMetrics {
                 *o = (peer.pos(l, peer.una), peer.pos(r, peer.una));
             }
             let seq = fl.pos(t.seq, fl.hi);
-            sink.segments.push(SegPoint {
+            let p = SegPoint {
                 frame: x.frame,
                 ts,
                 stream,
@@ -479,7 +550,11 @@ impl ConnMetrics {
                 in_flight: flight,
                 class,
                 analysis: x.flags,
-            });
+            };
+            if want_segment {
+                sink.segments.push(p);
+            }
+            sink.seq_points.push(p);
         }
     }
 
@@ -491,9 +566,13 @@ impl ConnMetrics {
         }
     }
 
-    fn apply_reclass(sink: &mut Sinks, r: Reclassified) {
-        if let Some(i) = r.seg {
-            sink.segments.set_class(i, RetransClass::Spurious);
+    /// `r.seg` is the frame of the segment's point (see `on_data`).
+    fn apply_reclass(stream: u32, sink: &mut Sinks, r: Reclassified) {
+        if let Some(frame) = r.seg {
+            let frame = frame as u64;
+            sink.segments.set_class(frame, RetransClass::Spurious);
+            sink.seq_points
+                .set_class(stream, frame, RetransClass::Spurious);
         }
     }
 
@@ -511,9 +590,15 @@ impl ConnMetrics {
         let same_window = self.flows[d].adv_win == Some(t.window);
         let far_min = self.rtt.far_min_ns(fi);
         let tsecr = t.options.timestamp.map(|(_, e)| e);
+        let tsval = t.options.timestamp.map(|(v, _)| v);
+        let win = (!t.has(SYN | RST)).then(|| self.ws.current(d)).flatten();
         let fl = &mut self.flows[fi];
         let a = fl.pos(t.ack, fl.una);
         let mut single = false;
+        fl.cwnd.on_ack(ts, a, tsval);
+        if let Some(w) = win {
+            fl.note_edge(ts, a + w as i64);
+        }
 
         // SACK blocks: D-SACK (RFC 2883) and data held above the ACK.
         let blocks = t.options.sack.as_slice();
@@ -530,7 +615,7 @@ impl ConnMetrics {
                 });
             if i == 0 && l < r && (r <= a || inside_second) {
                 if let Some(rc) = fl.retrans.on_dsack(l, r) {
-                    Self::apply_reclass(sink, rc);
+                    Self::apply_reclass(self.stream, sink, rc);
                 }
             }
         }
@@ -566,13 +651,13 @@ impl ConnMetrics {
                 }
             }
             for rc in fl.retrans.on_ack(a, ts, tsecr, far_min) {
-                Self::apply_reclass(sink, rc);
+                Self::apply_reclass(self.stream, sink, rc);
             }
             fl.holes.retain_mut(|h| {
-                if h.1 <= a {
+                if h.r <= a {
                     false
                 } else {
-                    h.0 = h.0.max(a);
+                    h.l = h.l.max(a);
                     true
                 }
             });
@@ -583,7 +668,7 @@ impl ConnMetrics {
             self.lim.commit(fi);
             if fl.in_recovery && a >= fl.recovery_point {
                 fl.in_recovery = false;
-                fl.cwnd.on_recovery_end();
+                fl.cwnd.on_recovery_end(ts, tsval);
             }
         } else if a == fl.una {
             if pure && same_window && fl.hi > fl.una {
@@ -621,7 +706,11 @@ impl ConnMetrics {
         let fin = t.has(FIN);
         let len = t.payload_len;
         let peer_mss = self.flows[1 - d].mss;
-        let rtt = self.full_rtt();
+        let full = self.full_rtt();
+        let v = Vantage {
+            near_min_ns: self.rtt.far_min_ns(1 - d),
+            full_min_ns: full,
+        };
         let rwnd = self.ws.current(1 - d);
         let fl = &mut self.flows[d];
         match fl.isn {
@@ -648,12 +737,31 @@ impl ConnMetrics {
         let ip_id = x.ip.filter(|ip| ip.version == 4).map(|ip| ip.id);
         let netdup =
             fl.ids_vary && ip_id.is_some_and(|id| fl.retrans.is_duplicate(s, len, id, hash));
+        let hi_before = fl.hi;
+        // A segment filling a hole is a late original (reordering), not a
+        // retransmission, when the sender's IPv4 IDs (sent in order) show it
+        // left before the data above the hole, or, without usable IDs, when
+        // it came sooner than half the minimum RTT after the hole opened: a
+        // retransmission needs the receiver's duplicate ACKs to reach the
+        // sender and the new copy to come back, a full RTT at any capture
+        // point.
+        let reordered = len > 0
+            && fl.hole_at(s, e).is_some_and(|h| {
+                let by_id = match (fl.ids_sequential(), h.opener_id, ip_id) {
+                    (true, Some(o), Some(id)) => {
+                        Some((1..0x8000).contains(&(o.wrapping_sub(id) & 0xffff)))
+                    }
+                    _ => None,
+                };
+                by_id.unwrap_or_else(|| full.is_some_and(|m| 2 * (ts - h.ts) < m))
+            });
         let mut class = None;
         if retx || (ooo && netdup) {
             let ev = Evidence {
                 network_duplicate: netdup,
                 already_acked: x.flags.contains(Flag::SpuriousRetransmission)
                     || (len > 0 && e <= fl.una),
+                reordered,
                 wireshark_fast: x.flags.contains(Flag::FastRetransmission),
                 dup_acks: fl.dup_acks,
                 sacked_above: fl.sacked_above,
@@ -661,7 +769,9 @@ impl ConnMetrics {
             };
             let c = classify(&ev);
             let site = match c {
-                RetransClass::Spurious | RetransClass::NetworkDuplicate => None,
+                RetransClass::Spurious
+                | RetransClass::NetworkDuplicate
+                | RetransClass::Reordered => None,
                 _ if fl.in_hole(s, e) => Some(LossSite::BeforeCapture),
                 _ if s >= fl.seen_from && e <= fl.hi => Some(LossSite::AfterCapture),
                 _ => Some(LossSite::Unknown),
@@ -670,10 +780,8 @@ impl ConnMetrics {
                 (RetransClass::Timeout, Some(l)) => Some(ts - l),
                 _ => None,
             };
-            let seg = sink
-                .segments
-                .wants(self.stream)
-                .then(|| sink.segments.points().len());
+            let seg = (sink.segments.wants(self.stream) || sink.seq_points.enabled())
+                .then_some(x.frame as usize);
             let tsval = t.options.timestamp.map(|(v, _)| v);
             fl.retrans.record(c, site, s, e, ts, tsval, stall, seg);
             class = Some(c);
@@ -688,7 +796,7 @@ impl ConnMetrics {
                     fl.recovery_fast = c == RetransClass::Fast;
                     fl.recovery_point = fl.hi.max(e);
                 }
-                fl.cwnd.on_loss(c == RetransClass::Fast);
+                fl.cwnd.on_loss(c == RetransClass::Fast, ts, v);
             }
         } else if ooo {
             fl.mark_retx(s, e, ts);
@@ -697,7 +805,13 @@ impl ConnMetrics {
 
         if e > fl.hi {
             if s > fl.hi && !syn && fl.holes.len() < MAX_HOLES {
-                fl.holes.push((fl.hi, s));
+                fl.holes.push(Hole {
+                    l: fl.hi,
+                    r: s,
+                    ts,
+                    opener_id: ip_id,
+                });
+                fl.cwnd.on_hole(ts);
             }
             if len > 0 {
                 if fl.sent.len() < MAX_SENT {
@@ -744,9 +858,30 @@ impl ConnMetrics {
         let flight = fl.outstanding();
         fl.max_flight = fl.max_flight.max(flight);
         if len > 0 {
-            fl.cwnd.on_send(ts, u64::from(len), rtt, rwnd);
+            let new_data = class.is_none() && !ooo && e > hi_before;
+            if new_data {
+                // The sender filled the window it knew (the edge advertised
+                // a near-side RTT ago): receive-window limited, whatever
+                // the capture point.
+                let mss = i64::from(peer_mss.map_or(fl.max_seg, |m| u32::from(m).min(fl.max_seg)));
+                fl.at_edge = fl
+                    .known_edge(ts - v.near_min_ns.unwrap_or(0))
+                    .is_some_and(|k| k - e < mss.max(1));
+            }
+            fl.cwnd.on_send(
+                &Send {
+                    ts,
+                    end: e,
+                    bytes: u64::from(len),
+                    new_data,
+                    tsecr: t.options.timestamp.map(|(_, ecr)| ecr),
+                    drained: new_data && fl.drained,
+                    rwnd,
+                },
+                v,
+            );
             let est = flight.max(fl.cwnd.bytes_per_rtt_at(ts));
-            if rwnd.is_some_and(|w| w > 0 && est * 10 >= w * 9) {
+            if rwnd.is_some_and(|w| w > 0 && est * 10 >= w * 9) || (new_data && fl.at_edge) {
                 fl.window_limited += 1;
             }
         }
@@ -779,12 +914,16 @@ impl ConnMetrics {
                 source,
             });
             let far_min = self.rtt.far_min_ns(dir).unwrap_or(0) as f64;
-            let cc = fl.cwnd.hint();
+            let cc = fl.cwnd.hint(Vantage {
+                near_min_ns: self.rtt.far_min_ns(1 - dir),
+                full_min_ns: self.full_rtt(),
+            });
             DirSummary {
                 mss: fl.mss,
                 window_scale: shift,
                 ttl_max: fl.ttl_max,
                 far_rtt,
+                far_min_ns: self.rtt.far_min_ns(dir),
                 retrans: fl.retrans.counts,
                 bytes: fl.bytes,
                 data_segs: fl.data_segs,

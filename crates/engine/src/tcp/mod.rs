@@ -30,6 +30,7 @@ pub mod retrans_class;
 pub mod rtt;
 pub mod segments;
 pub mod seq_analysis;
+pub mod seq_points;
 pub mod series;
 pub(crate) mod tables;
 pub mod window;
@@ -45,6 +46,7 @@ use metrics::{ConnMetrics, ConnSummary, Input, Sinks};
 use segments::SegmentStore;
 pub use seq_analysis::MAX_UNACKED;
 use seq_analysis::{Connection, Outcome, Seg};
+use seq_points::{SeqPoints, SeqPointsConfig};
 use series::{Series, SeriesConfig};
 use zero_window::Episode;
 
@@ -107,6 +109,8 @@ pub struct TcpAnalysisConfig {
     /// Streams whose segments go to the `tcp_segments` table.
     pub segments_for: Vec<u32>,
     pub series: SeriesConfig,
+    /// Reduced points of every connection (`tcp_seq_points`).
+    pub seq_points: SeqPointsConfig,
 }
 
 /// The state of one open conversation.
@@ -187,6 +191,10 @@ impl TcpAnalysis {
         &self.sinks.segments
     }
 
+    pub fn seq_points(&self) -> &SeqPoints {
+        &self.sinks.seq_points
+    }
+
     /// Warnings about bounds reached.
     pub fn warnings(&self) -> Vec<String> {
         let mut w = Vec::new();
@@ -198,6 +206,7 @@ impl TcpAnalysis {
                 series.rows()
             ));
         }
+        w.extend(self.sinks.seq_points.warnings());
         w
     }
 }
@@ -207,6 +216,7 @@ impl TcpAnalyzer {
         let mut t = TcpAnalyzer::default();
         t.out.sinks.series = Series::new(cfg.series);
         t.out.sinks.segments = SegmentStore::new(&cfg.segments_for);
+        t.out.sinks.seq_points = SeqPoints::new(cfg.seq_points);
         t
     }
 

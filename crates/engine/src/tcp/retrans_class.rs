@@ -48,14 +48,17 @@ pub enum RetransClass {
     Fast,
     Spurious,
     NetworkDuplicate,
+    /// Not a retransmission: a late original (reordering).
+    Reordered,
 }
 
 impl RetransClass {
-    pub const ALL: [RetransClass; 4] = [
+    pub const ALL: [RetransClass; 5] = [
         RetransClass::Timeout,
         RetransClass::Fast,
         RetransClass::Spurious,
         RetransClass::NetworkDuplicate,
+        RetransClass::Reordered,
     ];
 
     pub fn name(self) -> &'static str {
@@ -64,6 +67,7 @@ impl RetransClass {
             RetransClass::Fast => "fast",
             RetransClass::Spurious => "spurious",
             RetransClass::NetworkDuplicate => "network_duplicate",
+            RetransClass::Reordered => "reordered",
         }
     }
 }
@@ -83,6 +87,9 @@ pub struct Evidence {
     pub network_duplicate: bool,
     /// All of it was below the peer's cumulative ACK.
     pub already_acked: bool,
+    /// It filled a hole too soon to be a retransmission, or its IP ID shows
+    /// it was sent before the data above the hole: a late original.
+    pub reordered: bool,
     pub wireshark_fast: bool,
     pub dup_acks: u32,
     pub sacked_above: bool,
@@ -94,6 +101,8 @@ pub fn classify(e: &Evidence) -> RetransClass {
         RetransClass::NetworkDuplicate
     } else if e.already_acked {
         RetransClass::Spurious
+    } else if e.reordered {
+        RetransClass::Reordered
     } else if e.wireshark_fast || e.dup_acks >= 2 || e.sacked_above || e.in_fast_recovery {
         RetransClass::Fast
     } else {
@@ -119,7 +128,7 @@ pub fn payload_hash(p: &[u8]) -> u64 {
 /// Per-direction counts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RetransCounts {
-    pub by_class: [u64; 4],
+    pub by_class: [u64; 5],
     /// Lost before / after the capture point / place unknown.
     pub by_site: [u64; 3],
     /// Timeout retransmissions: largest and total stall before them.

@@ -60,9 +60,10 @@ impl SegmentStore {
         self.points.len() - 1
     }
 
-    pub fn set_class(&mut self, idx: usize, c: RetransClass) {
-        if let Some(p) = self.points.get_mut(idx) {
-            p.class = Some(c);
+    /// Set the class of the point of `frame` (points are in frame order).
+    pub fn set_class(&mut self, frame: u64, c: RetransClass) {
+        if let Ok(i) = self.points.binary_search_by_key(&frame, |p| p.frame) {
+            self.points[i].class = Some(c);
         }
     }
 
@@ -118,8 +119,8 @@ mod tests {
             class: None,
             analysis: FlagSet::EMPTY,
         };
-        let i = s.push(p);
-        s.set_class(i, RetransClass::Spurious);
+        s.push(p);
+        s.set_class(1, RetransClass::Spurious);
         assert_eq!(s.points()[0].class, Some(RetransClass::Spurious));
         assert_eq!(flags_text(0x12), "SYN,ACK");
         assert_eq!(flags_text(0x18), "PSH,ACK");

@@ -15,7 +15,7 @@ use super::capture_point::{self, Evidence, Point};
 use super::limitation::Limit;
 use super::metrics::{ConnSummary, SideRtt};
 use super::retrans_class::{LossSite, RetransClass};
-use super::segments::flags_text;
+use super::segments::{flags_text, SegPoint};
 use super::TcpAnalysis;
 use crate::conversations::ConversationTable;
 
@@ -91,23 +91,29 @@ fn dir_name(dir: usize, client: usize) -> &'static str {
     }
 }
 
-/// Combined round trip: (min, median, p95, complete) in ns.
+/// Combined round trip: (min, median, p95, complete) in ns. The minimum is
+/// the sum of each side's smallest time over every source (`*_min`,
+/// handshake included).
 fn combined_rtt(
     hs_c: Option<i64>,
     hs_s: Option<i64>,
     client: Option<&SideRtt>,
     server: Option<&SideRtt>,
+    client_min: Option<i64>,
+    server_min: Option<i64>,
 ) -> Option<(f64, f64, f64, bool)> {
-    let part = |hs: Option<i64>, side: Option<&SideRtt>| -> Option<(f64, f64, f64)> {
-        match (hs.map(|v| v as f64), side) {
-            (Some(h), Some(s)) => Some((h.min(s.min_ns), s.median_ns, s.p95_ns)),
-            (None, Some(s)) => Some((s.min_ns, s.median_ns, s.p95_ns)),
-            (Some(h), None) => Some((h, h, h)),
-            (None, None) => None,
-        }
-    };
-    let c = part(hs_c, client);
-    let s = part(hs_s, server);
+    let part =
+        |hs: Option<i64>, side: Option<&SideRtt>, min: Option<i64>| -> Option<(f64, f64, f64)> {
+            let m = |x: f64| min.map_or(x, |v| (v as f64).min(x));
+            match (hs.map(|v| v as f64), side) {
+                (Some(h), Some(s)) => Some((m(h.min(s.min_ns)), s.median_ns, s.p95_ns)),
+                (None, Some(s)) => Some((m(s.min_ns), s.median_ns, s.p95_ns)),
+                (Some(h), None) => Some((m(h), h, h)),
+                (None, None) => min.map(|v| (v as f64, v as f64, v as f64)),
+            }
+        };
+    let c = part(hs_c, client, client_min);
+    let s = part(hs_s, server, server_min);
     let complete = c.is_some() && s.is_some();
     let z = (0.0, 0.0, 0.0);
     match (c, s) {
@@ -154,8 +160,14 @@ pub(crate) fn tcp_connections(t: &TcpAnalysis, convs: &ConversationTable) -> Rec
                         large_from_server: m.dirs[s].large_segs,
                     };
                     let (p, why) = capture_point::decide(&ev);
-                    let rtt =
-                        combined_rtt(m.hs_client_ns, m.hs_server_ns, client_side, server_side);
+                    let rtt = combined_rtt(
+                        m.hs_client_ns,
+                        m.hs_server_ns,
+                        client_side,
+                        server_side,
+                        m.dirs[s].far_min_ns,
+                        m.dirs[c].far_min_ns,
+                    );
                     // The hint of the direction that says more: the more
                     // confident one, else the one carrying more data.
                     let (hc, hs) = (&m.dirs[c].cc, &m.dirs[s].cc);
@@ -246,7 +258,26 @@ pub(crate) fn tcp_connections(t: &TcpAnalysis, convs: &ConversationTable) -> Rec
             .map(|r| r.sum.map_or(0, |m| m.rtt_samples))
             .collect(),
     );
+    // Per side: the network part (smallest time over every source, the
+    // handshake's included: no ACK delay, no server processing), then the
+    // median of the samples (which includes them).
     for (name, side_of) in [("rtt_client_side_ms", true), ("rtt_server_side_ms", false)] {
+        k.f64o(
+            name,
+            rows.iter()
+                .map(|r| {
+                    let dir = if side_of { r.s } else { r.c };
+                    r.sum
+                        .and_then(|m| m.dirs[dir].far_min_ns)
+                        .map(|x| ms(x as f64))
+                })
+                .collect(),
+        );
+    }
+    for (name, side_of) in [
+        ("rtt_client_side_median_ms", true),
+        ("rtt_server_side_median_ms", false),
+    ] {
         k.f64o(
             name,
             rows.iter()
@@ -661,7 +692,83 @@ pub(crate) fn tcp_series(t: &TcpAnalysis, convs: &ConversationTable) -> RecordBa
 
 /// One row per segment of the chosen streams, in frame order.
 pub(crate) fn tcp_segments(t: &TcpAnalysis, convs: &ConversationTable) -> RecordBatch {
-    let pts = t.segments().points();
+    point_cols(t, convs, t.segments().points()).finish("tcp_segments")
+}
+
+/// The reduced points of every connection, by stream, direction and frame.
+pub(crate) fn tcp_seq_points(t: &TcpAnalysis, convs: &ConversationTable) -> RecordBatch {
+    let sp = t.seq_points();
+    let mut pts = Vec::with_capacity(sp.total());
+    let mut reduced = Vec::with_capacity(sp.total());
+    for s in sp.streams() {
+        for d in 0..2 {
+            for k in sp.log(s, d).map(|l| l.points()).unwrap_or_default() {
+                pts.push(k.p);
+                reduced.push(k.bucketed);
+            }
+        }
+    }
+    let mut k = point_cols(t, convs, &pts);
+    k.str(
+        "kind",
+        pts.iter()
+            .map(|p| if p.len > 0 { "data" } else { "ack" }.to_string())
+            .collect(),
+    );
+    k.bool("reduced", reduced);
+    k.finish("tcp_seq_points")
+}
+
+/// (stream, direction, seen, kept, flagged, context, bucket width, dropped).
+type ReductionRow = (u32, usize, u64, u64, u64, u64, Option<i64>, bool);
+
+/// Per stream and direction, how `tcp_seq_points` was reduced.
+pub(crate) fn tcp_seq_reduction(t: &TcpAnalysis, convs: &ConversationTable) -> RecordBatch {
+    let sp = t.seq_points();
+    let mut rows: Vec<ReductionRow> = Vec::new();
+    for s in sp.streams() {
+        for d in 0..2 {
+            if let Some(l) = sp.log(s, d) {
+                let kept = l.points().len() as u64;
+                let w = (l.width() > 0).then_some(l.width());
+                rows.push((s, d, l.seen, kept, l.flagged, l.context, w, false));
+            }
+        }
+    }
+    for (s, seen) in sp.dropped() {
+        for (d, n) in seen.iter().enumerate() {
+            rows.push((s, d, *n, 0, 0, 0, None, true));
+        }
+    }
+    rows.sort_by_key(|r| (r.0, r.1));
+    let client = |stream: u32| {
+        convs
+            .get(stream)
+            .map_or(0, |c| c.client_direction().0 as usize)
+    };
+    let mut k = Cols::default();
+    k.u32("stream", rows.iter().map(|r| r.0).collect());
+    k.str(
+        "direction",
+        rows.iter()
+            .map(|r| dir_name(r.1, client(r.0)).to_string())
+            .collect(),
+    );
+    k.u64("points_seen", rows.iter().map(|r| r.2).collect());
+    k.u64("points_kept", rows.iter().map(|r| r.3).collect());
+    k.u64("flagged_kept", rows.iter().map(|r| r.4).collect());
+    k.u64("context_kept", rows.iter().map(|r| r.5).collect());
+    k.i64o("bucket_ns", rows.iter().map(|r| r.6).collect());
+    k.bool(
+        "reduced",
+        rows.iter().map(|r| r.6.is_some() || r.7).collect(),
+    );
+    k.bool("dropped", rows.iter().map(|r| r.7).collect());
+    k.finish("tcp_seq_reduction")
+}
+
+/// The columns of `tcp_segments` for `pts`.
+fn point_cols(t: &TcpAnalysis, convs: &ConversationTable, pts: &[SegPoint]) -> Cols {
     let client = |stream: u32| {
         convs
             .get(stream)
@@ -733,7 +840,7 @@ pub(crate) fn tcp_segments(t: &TcpAnalysis, convs: &ConversationTable) -> Record
             })
             .collect(),
     );
-    k.finish("tcp_segments")
+    k
 }
 
 #[cfg(test)]
@@ -756,18 +863,24 @@ mod tests {
         let c = side(10.0, 20.0);
         let s = side(1000.0, 1200.0);
         assert_eq!(
-            combined_rtt(Some(8), Some(990), Some(&c), Some(&s)),
+            combined_rtt(Some(8), Some(990), Some(&c), Some(&s), None, None),
             Some((998.0, 1220.0, 2440.0, true))
+        );
+        // A smaller sample from another source (e.g. a single-segment ACK)
+        // lowers the minimum only.
+        assert_eq!(
+            combined_rtt(Some(8), Some(990), Some(&c), Some(&s), Some(7), Some(985)),
+            Some((992.0, 1220.0, 2440.0, true))
         );
         // Handshake only on one side, nothing on the other.
         assert_eq!(
-            combined_rtt(None, None, None, Some(&s)),
+            combined_rtt(None, None, None, Some(&s), None, None),
             Some((1000.0, 1200.0, 2400.0, false))
         );
         assert_eq!(
-            combined_rtt(Some(5), Some(95), None, None),
+            combined_rtt(Some(5), Some(95), None, None, None, None),
             Some((100.0, 100.0, 100.0, true))
         );
-        assert_eq!(combined_rtt(None, None, None, None), None);
+        assert_eq!(combined_rtt(None, None, None, None, None, None), None);
     }
 }

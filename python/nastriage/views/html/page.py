@@ -788,8 +788,9 @@ def build_report(
         "(file and share names, addresses, paths) is shown as text.</p>"
         "<p>Large captures: series are reduced before they reach the page, keeping the "
         "extremes: line charts keep the lowest and highest point of each time slice; the "
-        "time-sequence graph keeps every retransmission, zero window, lost segment, SACK "
-        "block and flagged ACK, and thins only ordinary segments; the latency heatmap counts "
+        "engine keeps, for the time-sequence graph, every retransmission, zero window, lost "
+        "segment and flagged ACK with its neighbours, and thins the other segments and ACKs "
+        "per time slice to the first, last, lowest and highest; the latency heatmap counts "
         "every request and draws the slowest individually. A chart that was reduced says so "
         "under it.</p>"
     )

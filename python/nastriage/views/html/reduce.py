@@ -6,9 +6,8 @@ reduction here keeps what a reader must not miss:
 * :func:`envelope` (line series such as throughput, bytes in flight, RTT): the points are
   cut into at most ``max_points / 2`` buckets of equal time; each bucket keeps its lowest
   and its highest point (in time order), so peaks, stalls and drops to zero survive.
-* :func:`keep_marked` (per-segment points of the time-sequence graph): every point flagged
-  as special (retransmission, zero window, lost segment, SACK, ...) is kept; the ordinary
-  ones are thinned per time bucket to the lowest and highest sequence number.
+* Per-segment points (time-sequence graph, bytes in flight) are reduced by the engine in
+  its one pass (``tcp_seq_points``; see docs/tcp-analysis.md), keeping every flagged one.
 * Latency: the heatmap aggregates every transaction (nothing is dropped), and the slowest
   transactions are drawn as individual points (:func:`slowest`).
 
@@ -32,7 +31,6 @@ __all__ = [
     "Reduced",
     "bin_sums",
     "envelope",
-    "keep_marked",
     "nice_interval_ns",
     "slowest",
 ]
@@ -100,43 +98,6 @@ def envelope(
             out_y.append(None)
         i = j
     return Reduced(out_x, out_y, n, True)
-
-
-def keep_marked(
-    t: Sequence[float],
-    lo: Sequence[float],
-    hi: Sequence[float],
-    marked: Sequence[bool],
-    max_points: int,
-) -> tuple[list[int], bool]:
-    """Indices to keep of per-segment points: all marked ones, and of the others per time
-    bucket the one reaching lowest (``lo``) and the one reaching highest (``hi``).
-
-    ``t`` sorted. Returns (sorted indices, reduced?).
-    """
-    n = len(t)
-    if n <= max_points:
-        return list(range(n)), False
-    keep = {i for i in range(n) if marked[i]}
-    budget = max(max_points - len(keep), 2)
-    buckets = max(1, budget // 2)
-    t0, t1 = float(t[0]), float(t[-1])
-    width = (t1 - t0) / buckets or 1.0
-    best_lo: dict[int, int] = {}
-    best_hi: dict[int, int] = {}
-    for i in range(n):
-        if marked[i]:
-            continue
-        b = min(int((t[i] - t0) / width), buckets - 1)
-        j = best_lo.get(b)
-        if j is None or lo[i] < lo[j]:
-            best_lo[b] = i
-        j = best_hi.get(b)
-        if j is None or hi[i] > hi[j]:
-            best_hi[b] = i
-    keep.update(best_lo.values())
-    keep.update(best_hi.values())
-    return sorted(keep), len(keep) < n
 
 
 def slowest(values: Sequence[float], k: int) -> list[int]:

@@ -1,9 +1,10 @@
 """Per-connection views: I/O graph, time-sequence graph, bytes in flight against the
 receive window, RTT over time and the time-limitation breakdown.
 
-Sources: ``tcp_segments`` (one row per segment, for the connections asked for) when it is
-there, else the binned ``tcp_series``; ``tcp_connections`` for the per-connection numbers
-and ``zero_window_episodes`` for the stalls.
+Sources: ``tcp_seq_points`` (per-segment points of every connection, reduced by the engine
+in its one pass: every flagged segment kept, the rest per time bucket; ``tcp_seq_reduction``
+says what was reduced), else the binned ``tcp_series``; ``tcp_connections`` for the
+per-connection numbers and ``zero_window_episodes`` for the stalls.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from nastriage.views.html.figures import COLORS, Figure, base_layout, time_axis
-from nastriage.views.html.reduce import IO_INTERVALS, MAX_LINE_POINTS, Reduced, envelope
+from nastriage.views.html.reduce import IO_INTERVALS, MAX_LINE_POINTS, envelope
 from nastriage.views.html.text import ptext
 
 if TYPE_CHECKING:
@@ -26,19 +27,8 @@ __all__ = ["LIMIT_NAMES", "StreamView", "load_segments", "stream_view"]
 
 #: Most points per direction and interval in the I/O graph's data.
 MAX_IO_POINTS = 2000
-#: Ordinary (unflagged) data segments kept in a time-sequence graph (Plotly needs about
-#: 1 s per 25,000 segments drawn as bars on a small machine).
-MAX_SEQ_SEGMENTS = 4000
 #: Flagged points of one kind beyond which they are no longer drawn one by one.
 MAX_FLAGGED = 100_000
-#: Around flagged points, ordinary segments and ACKs are kept in full (so that zooming on a
-#: problem shows every segment), up to this many in all; the window around each flagged
-#: point starts at DETAIL_WINDOW_NS either side and halves until the budget holds.
-DETAIL_BUDGET = 6_000
-#: SACK blocks beyond this are merged per time slice and left edge (the largest right edge
-#: is kept: the blocks a receiver repeats while a hole stays open).
-MAX_SACK_BLOCKS = 3_000
-DETAIL_WINDOW_NS = 50_000_000
 
 #: Time-limitation buckets (tcp_connections ``limit_<name>_<dir>``), in priority order.
 LIMIT_NAMES: tuple[tuple[str, str, str], ...] = (
@@ -79,39 +69,39 @@ class StreamView:
 
 
 def load_segments(capture: Capture, streams: list[int]) -> tuple[pa.Table | None, str]:
-    """The ``tcp_segments`` rows of ``streams``, or None and why not.
-
-    The engine records per-segment points only for the connections named when it runs, so
-    this reads the capture files again with those streams (a fast second pass). That is
-    impossible for standard input (it cannot be read twice) and with an engine that has no
-    per-segment data.
-    """
+    """The ``tcp_seq_points`` rows of ``streams`` (recorded in the one pass, so standard
+    input works too), or None and why not."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     if not streams:
         return None, "no connection chosen"
-    if "tcp_segments" not in capture.table_names:
-        return None, "this engine records no per-segment data (tcp_segments)"
-    table = capture.table("tcp_segments")
-    have = set(pc.unique(table["stream"]).to_pylist()) if table.num_rows else set()
-    if set(streams) <= have:
-        return table.filter(pc.is_in(table["stream"], pa.array(streams, pa.uint32()))), ""
-    paths = capture.paths
-    if not paths or "-" in paths:
-        return None, (
-            "per-segment data needs a second reading of the capture, impossible for "
-            "standard input (save it to a file first)"
-        )
-    from nastriage.capture import Capture as _Capture
+    if "tcp_seq_points" not in capture.table_names:
+        return None, "this engine records no per-segment data (tcp_seq_points)"
+    table = capture.table("tcp_seq_points")
+    return table.filter(pc.is_in(table["stream"], pa.array(streams, pa.uint32()))), ""
 
-    try:
-        again = _Capture.analyze(paths, segments_for=sorted(streams))
-    except Exception as exc:  # the files went away or changed: the rest of the page stands
-        return None, f"reading the capture again for per-segment data failed: {exc}"
-    if "tcp_segments" not in again.table_names:
-        return None, "this engine records no per-segment data (tcp_segments)"
-    return again.table("tcp_segments"), ""
+
+def _reduction(capture: Capture, stream: int) -> dict[str, dict[str, Any]]:
+    """``tcp_seq_reduction`` rows of ``stream`` by direction."""
+    import pyarrow.compute as pc
+
+    if "tcp_seq_reduction" not in capture.table_names:
+        return {}
+    t = capture.table("tcp_seq_reduction")
+    return {r["direction"]: r for r in t.filter(pc.equal(t["stream"], stream)).to_pylist()}
+
+
+def _reduction_note(red: dict[str, Any] | None, what: str) -> str:
+    """What the engine did to the points of one direction ("" if it kept them all)."""
+    if not red or not red.get("reduced"):
+        return ""
+    bucket = red.get("bucket_ns") or 0
+    return (
+        f"{what}: {int(red['points_kept']):,} of {int(red['points_seen']):,} segments kept "
+        f"by the engine (every flagged one and its neighbours; of the others, per "
+        f"{bucket / 1e6:g} ms slice the first, last, lowest, highest and window extremes)"
+    )
 
 
 # -- helpers -----------------------------------------------------------------------------
@@ -131,29 +121,6 @@ def _has_flag(analysis: pa.Array | pa.ChunkedArray, flag: str) -> pa.Array:
 
     # "a,b,c" lists of names; match whole names only
     return pc.match_substring_regex(analysis, f"(^|,){flag}(,|$)")
-
-
-def _extreme_rows(table: pa.Table, tcol: str, lo: str, hi: str, buckets: int) -> list[int]:
-    """Row numbers that reach the lowest ``lo`` and highest ``hi`` in each of ``buckets``
-    equal time buckets (first such row per bucket). ``table`` has a column ``_i``."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if table.num_rows == 0:
-        return []
-    t = pc.cast(table[tcol], pa.int64())
-    t_min = int(pc.min(t).as_py())
-    t_max = int(pc.max(t).as_py())
-    width = max((t_max - t_min) // max(buckets, 1) + 1, 1)
-    bucket = pc.divide(pc.subtract(t, pa.scalar(t_min, pa.int64())), pa.scalar(width, pa.int64()))
-    slim = pa.table({"_i": table["_i"], "_b": bucket, "lo": table[lo], "hi": table[hi]})
-    agg = slim.group_by("_b").aggregate([("lo", "min"), ("hi", "max")])
-    joined = slim.join(agg, "_b")
-    at_lo = joined.filter(pc.equal(joined["lo"], joined["lo_min"]))
-    at_hi = joined.filter(pc.equal(joined["hi"], joined["hi_max"]))
-    keep = set(at_lo.group_by("_b").aggregate([("_i", "min")])["_i_min"].to_pylist())
-    keep.update(at_hi.group_by("_b").aggregate([("_i", "min")])["_i_min"].to_pylist())
-    return sorted(int(i) for i in keep)
 
 
 def table_rows(table: pa.Table) -> list[dict[str, Any]]:
@@ -341,8 +308,8 @@ def io_figure(
         t_start = int(pc.min(t_all).as_py())
         t_end = int(pc.max(t_all).as_py()) + width - 1
         view.notes.append(
-            f"I/O graph from the engine's {width / 1e6:g} ms bins (no per-segment data for "
-            "this connection): finer intervals are not available"
+            f"I/O graph from the engine's {width / 1e6:g} ms bins (the per-segment points of "
+            "this connection are reduced or missing): finer intervals are not available"
         )
     if not times or t_start is None or t_end is None:
         fig.missing = "no TCP segments recorded for this connection"
@@ -401,6 +368,7 @@ def seq_figure(
     t0_text: str,
     direction: str,
     missing: str = "",
+    reduction: dict[str, dict[str, Any]] | None = None,
 ) -> Figure:
     """tcptrace-style graph of the data sent in ``direction``."""
     import pyarrow as pa
@@ -420,63 +388,31 @@ def seq_figure(
         fig.missing = missing or "no per-segment data for this connection"
         return fig
     rev = "s2c" if direction == "c2s" else "c2s"
+    reduction = reduction or {}
     data = seg.filter(pc.equal(seg["direction"], direction))
     data = data.filter(pc.greater(data["len"], 0))
     acks = seg.filter(pc.and_(pc.equal(seg["direction"], rev), pc.is_valid(seg["ack"])))
     if data.num_rows == 0:
         fig.missing = f"the {who} sent no data"
         return fig
-    data = data.append_column("_i", pa.array(range(data.num_rows), pa.int64()))
-    acks = acks.append_column("_i", pa.array(range(acks.num_rows), pa.int64()))
     traces: list[dict[str, Any]] = []
-    notes: list[str] = []
+    notes = [
+        n
+        for n in (
+            _reduction_note(reduction.get(direction), f"segments sent by the {who}"),
+            _reduction_note(reduction.get(rev), "ACKs"),
+        )
+        if n
+    ]
 
-    # Flagged data segments: every one kept.
+    # Flagged data segments are drawn on their own (the engine keeps every one).
     flagged_mask = pc.or_(data["is_retransmission"], pc.not_equal(data["analysis"], ""))
     flagged_idx = pc.indices_nonzero(flagged_mask).to_pylist()
     normal = data.filter(pc.invert(flagged_mask))
-    total_normal = normal.num_rows
-    ack_flagged = acks.filter(pc.not_equal(acks["analysis"], "")) if acks.num_rows else acks
-    events = pc.cast(data.filter(flagged_mask)["time"], pa.int64()).to_pylist()
-    events += pc.cast(ack_flagged["time"], pa.int64()).to_pylist()
-    detail_half = 0
-    if total_normal > MAX_SEQ_SEGMENTS:
-        keep = _extreme_rows(normal, "time", "seq", "next_seq", MAX_SEQ_SEGMENTS // 2)
-        normal_t = pc.cast(normal["time"], pa.int64()).to_pylist()
-        near, detail_half = detail_rows(normal_t, events)
-        if near:
-            ids = normal["_i"].to_pylist()
-            keep = sorted(set(keep) | {ids[k] for k in near})
-        normal = _take_sorted_by_i(normal, keep)
-        detail = (
-            f", and all within {detail_half / 1e6:g} ms of a flagged segment or ACK"
-            if detail_half
-            else ""
-        )
-        notes.append(
-            f"{normal.num_rows:,} of {total_normal:,} ordinary segments shown (per time "
-            f"slice the lowest and the highest{detail}); every flagged segment is shown"
-        )
     # ACK line and window line (from the reverse direction).
     if acks.num_rows:
-        ack_tbl = acks
         win_edge = pc.add(pc.cast(acks["ack"], pa.int64()), pc.cast(acks["window"], pa.int64()))
-        ack_tbl = ack_tbl.append_column("_edge", win_edge)
-        if acks.num_rows > MAX_LINE_POINTS:
-            keep = _extreme_rows(ack_tbl, "time", "ack", "_edge", MAX_LINE_POINTS // 4)
-            flagged_ack = pc.not_equal(ack_tbl["analysis"], "")
-            keep_set = set(keep)
-            keep_set.update(pc.indices_nonzero(flagged_ack).to_pylist())
-            if detail_half:
-                ack_t = pc.cast(ack_tbl["time"], pa.int64()).to_pylist()
-                keep_set.update(_in_windows(ack_t, _merge_windows(events, detail_half)))
-            line_tbl = _take_sorted_by_i(ack_tbl, sorted(keep_set))
-            notes.append(
-                f"ACK and window lines: {line_tbl.num_rows:,} of {acks.num_rows:,} ACKs "
-                "(per time slice the lowest and highest; every flagged ACK)"
-            )
-        else:
-            line_tbl = ack_tbl
+        line_tbl = acks.append_column("_edge", win_edge)
         ax = _secs(line_tbl["time"], t0)
         aframes = line_tbl["frame"].to_pylist()
         traces.append(
@@ -525,12 +461,6 @@ def seq_figure(
                     shi.append(hi_v)
                     sfr.append(int(fr))
             total_blocks = len(sx)
-            if total_blocks > MAX_SACK_BLOCKS:
-                sx, slo, shi, sfr = _merge_sack_blocks(sx, slo, shi, sfr, MAX_SACK_BLOCKS)
-                notes.append(
-                    f"SACK blocks: {len(sx):,} of {total_blocks:,} (per time slice, of the "
-                    "blocks with the same left edge the one reaching furthest)"
-                )
             bx, by = _bars(sx, slo, shi)
             traces.append(
                 {
@@ -609,88 +539,6 @@ def seq_figure(
     return fig
 
 
-def _merge_windows(times: list[int], half: int) -> list[tuple[int, int]]:
-    out: list[tuple[int, int]] = []
-    for t in sorted(times):
-        lo, hi = t - half, t + half
-        if out and lo <= out[-1][1]:
-            out[-1] = (out[-1][0], max(out[-1][1], hi))
-        else:
-            out.append((lo, hi))
-    return out
-
-
-def _in_windows(times: list[int], windows: list[tuple[int, int]]) -> list[int]:
-    """Positions of the (sorted) ``times`` that fall in one of the sorted ``windows``."""
-    from bisect import bisect_left, bisect_right
-
-    hits: list[int] = []
-    for lo, hi in windows:
-        hits.extend(range(bisect_left(times, lo), bisect_right(times, hi)))
-    return hits
-
-
-def _count_in_windows(times: list[int], windows: list[tuple[int, int]]) -> int:
-    from bisect import bisect_left, bisect_right
-
-    return sum(bisect_right(times, hi) - bisect_left(times, lo) for lo, hi in windows)
-
-
-def detail_rows(
-    times: list[int], events: list[int], budget: int = DETAIL_BUDGET
-) -> tuple[list[int], int]:
-    """Positions of ``times`` (sorted ns) within a window around any of ``events``, the
-    window halved until at most ``budget`` positions remain. Returns (positions, half
-    window in ns; 0 if none)."""
-    if not events or not times:
-        return [], 0
-    half = DETAIL_WINDOW_NS
-    while half >= 100_000:
-        windows = _merge_windows(events, half)
-        if _count_in_windows(times, windows) <= budget:
-            return _in_windows(times, windows), half
-        half //= 2
-    return [], 0
-
-
-def _reduce_line(table: pa.Table, tcol: str, vcol: str, t0: int, max_points: int) -> Reduced:
-    """A line over ``table`` (sorted by time): every row if few, else per time slice the
-    rows with the lowest and the highest value (the envelope, computed in Arrow)."""
-    import pyarrow as pa
-
-    n = table.num_rows
-    if n > max_points:
-        slim = pa.table(
-            {"_i": pa.array(range(n), pa.int64()), tcol: table[tcol], "_v": table[vcol]}
-        )
-        keep = _extreme_rows(slim, tcol, "_v", "_v", max_points // 2)
-        table = table.take(pa.array(keep, pa.int64()))
-    return Reduced(_secs(table[tcol], t0), table[vcol].to_pylist(), n, table.num_rows < n)
-
-
-def _merge_sack_blocks(
-    x: list[float], lo: list[int], hi: list[int], frames: list[int], target: int
-) -> tuple[list[float], list[int], list[int], list[int]]:
-    """Per time slice (``target // 2`` slices) and left edge, the block reaching furthest."""
-    if not x:
-        return x, lo, hi, frames
-    t0, t1 = x[0], x[-1]
-    width = (t1 - t0) / max(target // 2, 1) or 1.0
-    best: dict[tuple[int, int], int] = {}
-    for i in range(len(x)):
-        key = (int((x[i] - t0) / width), lo[i])
-        j = best.get(key)
-        if j is None or hi[i] > hi[j]:
-            best[key] = i
-    keep = sorted(best.values())
-    return (
-        [x[i] for i in keep],
-        [lo[i] for i in keep],
-        [hi[i] for i in keep],
-        [frames[i] for i in keep],
-    )
-
-
 def _with_gaps(x: list[float], y: list[Any], interval_s: float) -> tuple[list[float], list[Any]]:
     """``None`` after a point followed by more than two intervals without a row."""
     out_x: list[float] = []
@@ -719,15 +567,6 @@ def _data_trace(normal: pa.Table, t0: int) -> dict[str, Any]:
     }
 
 
-def _take_sorted_by_i(table: pa.Table, keep_i: list[int]) -> pa.Table:
-    """Rows of ``table`` whose ``_i`` is in ``keep_i`` (table sorted by ``_i``)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    mask = pc.is_in(table["_i"], pa.array(keep_i, pa.int64()))
-    return table.filter(mask)
-
-
 def _markers(
     part: pa.Table, t0: int, ycol: str, name: str, color: str, symbol: str, size: int
 ) -> dict[str, Any]:
@@ -752,7 +591,12 @@ def _markers(
 
 
 def inflight_figure(
-    view: StreamView, seg: pa.Table | None, series: pa.Table | None, t0: int, t0_text: str
+    view: StreamView,
+    seg: pa.Table | None,
+    series: pa.Table | None,
+    t0: int,
+    t0_text: str,
+    reduction: dict[str, dict[str, Any]] | None = None,
 ) -> Figure:
     import pyarrow.compute as pc
 
@@ -769,6 +613,15 @@ def inflight_figure(
     notes = []
     if seg is not None and seg.num_rows:
         rev = "s2c" if d == "c2s" else "c2s"
+        reduction = reduction or {}
+        notes = [
+            n
+            for n in (
+                _reduction_note(reduction.get(d), "bytes in flight"),
+                _reduction_note(reduction.get(rev), "receive window"),
+            )
+            if n
+        ]
         data = seg.filter(pc.equal(seg["direction"], d))
         back = seg.filter(pc.and_(pc.equal(seg["direction"], rev), pc.is_valid(seg["ack"])))
         for tbl, col, name, color, shape in (
@@ -777,18 +630,13 @@ def inflight_figure(
         ):
             if tbl.num_rows == 0:
                 continue
-            red = _reduce_line(tbl, "time", col, t0, MAX_LINE_POINTS)
-            if red.reduced:
-                notes.append(
-                    f"{name}: {len(red.x):,} of {red.total:,} points (lowest and highest per slice)"
-                )
             traces.append(
                 {
                     "type": "scatter",
                     "mode": "lines",
                     "name": name,
-                    "x": red.x,
-                    "y": red.y,
+                    "x": _secs(tbl["time"], t0),
+                    "y": tbl[col].to_pylist(),
                     "line": {"color": color, "width": 1.3, "shape": shape},
                     "hovertemplate": "%{x:.6f} s: %{y:,} bytes<extra>" + name + "</extra>",
                 }
@@ -1044,14 +892,25 @@ def stream_view(
     stream_seg = seg.filter(pc.equal(seg["stream"], s)) if seg is not None else None
     if stream_seg is not None and stream_seg.num_rows == 0:
         stream_seg = None
-    view.figures.append(io_figure(view, stream_seg, series, t0, t0_text))
-    view.figures.append(seq_figure(view, stream_seg, t0, t0_text, data_dir, seg_missing))
+    reduction = _reduction(capture, s)
+    if any(r.get("dropped") for r in reduction.values()):
+        seg_missing = (
+            "not recorded: the engine's points of all connections were full "
+            "(smaller connections are dropped first)"
+        )
+    # The I/O graph sums payload: exact only from unreduced points, else the engine's bins.
+    reduced = any(r.get("reduced") for r in reduction.values())
+    io_seg = None if reduced else stream_seg
+    view.figures.append(io_figure(view, io_seg, series, t0, t0_text))
+    view.figures.append(seq_figure(view, stream_seg, t0, t0_text, data_dir, seg_missing, reduction))
     other = "s2c" if data_dir == "c2s" else "c2s"
     main_bytes = int(conv.get(f"payload_bytes_{data_dir}") or 0)
     other_bytes = int(conv.get(f"payload_bytes_{other}") or 0)
     if other_bytes and other_bytes >= 0.1 * main_bytes and other_bytes > 65536:
-        view.figures.append(seq_figure(view, stream_seg, t0, t0_text, other, seg_missing))
-    view.figures.append(inflight_figure(view, stream_seg, series, t0, t0_text))
+        view.figures.append(
+            seq_figure(view, stream_seg, t0, t0_text, other, seg_missing, reduction)
+        )
+    view.figures.append(inflight_figure(view, stream_seg, series, t0, t0_text, reduction))
     view.figures.append(rtt_figure(view, series, t0, t0_text))
     view.figures.append(limits_figure(view, conn, float(conv.get("duration_s") or 0.0)))
     return view
