@@ -821,13 +821,17 @@ def client_command(lab: Lab, sc: dict, size: int, local: Path,
     if client == "smbclient":
         maxp = sc.get("smb_max_protocol", "SMB3")
         if any(c in file_name for c in '";'):
-            raise ValueError("smbclient cannot name a file with '\"' or ';' (use a loadgen scenario)")
+            raise ValueError(
+                "smbclient cannot name a file with '\"' or ';' (use a loadgen scenario)"
+            )
         name = f'"{file_name}"'
         cmd = f"get {name} {local}" if op == "read" else f"put {local} {name}"
         return ["smbclient", f"//{SERVER_IP}/share", "-N", "-m", maxp, "-c", cmd]
     if client == "nfs-cp":
         if any(c in file_name for c in "?#% "):
-            raise ValueError("nfs-cp takes a URL: no '?', '#', '%' or space (use a loadgen scenario)")
+            raise ValueError(
+                "nfs-cp takes a URL: no '?', '#', '%' or space (use a loadgen scenario)"
+            )
         url = f"nfs://{SERVER_IP}/export/{file_name}"
         if proto == "nfs4":
             url += "?version=4"

@@ -30,7 +30,7 @@ from oracle import SHARED, readable_captures
 pytestmark = pytest.mark.usefixtures("engine")
 
 BUCKETS = ("zero_window", "loss_recovery", "receive_window", "application", "bandwidth")
-CLASSES = ("timeout", "fast", "spurious", "network_duplicate")
+CLASSES = ("timeout", "fast", "spurious", "network_duplicate", "reordered")
 MS = 1e-3
 
 

@@ -47,7 +47,7 @@ __all__ = [
 
 #: MAJOR.MINOR. Minor: additive changes (new keys, new sections, new enum values).
 #: Major: anything that removes, renames or changes the meaning or type of a key.
-SCHEMA_VERSION = "1.2"
+SCHEMA_VERSION = "1.3"
 
 Row = dict[str, Any]
 
@@ -91,7 +91,7 @@ TCP_FLAGS: tuple[str, ...] = (
 )
 
 #: Retransmission classes (``tcp_connections`` ``retrans_<class>_<dir>``).
-RETRANS_CLASSES = ("timeout", "fast", "spurious", "network_duplicate")
+RETRANS_CLASSES = ("timeout", "fast", "spurious", "network_duplicate", "reordered")
 #: Time-limitation buckets (``tcp_connections`` ``limit_<bucket>_<dir>``).
 LIMIT_BUCKETS = ("zero_window", "loss_recovery", "receive_window", "application", "bandwidth")
 

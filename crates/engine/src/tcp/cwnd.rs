@@ -41,23 +41,28 @@
 //! during the round that lost). A timeout restarts everything (every
 //! algorithm goes back to one segment).
 //!
-//! **Departures.** Next to the sender, each new data segment is checked:
-//! was it *clocked* — sent within about 64 µs (or twice the near-side RTT)
-//! of an ACK arriving, or back-to-back after the previous segment at the
-//! line rate — or *paced* (neither: sent on a timer)? Reno and CUBIC
-//! without a pacing qdisc send in ACK-clocked bursts; BBR paces every
-//! segment.
+//! **Departures.** Next to the sender, each full new data segment that
+//! follows another is checked: was it *clocked* — sent within about 64 µs
+//! (under 128 µs: log2 bins; or twice the near-side RTT) of an ACK
+//! arriving, or back-to-back after the previous segment at the line rate
+//! (a gap in the bin of the 2nd percentile of the gaps or the next one,
+//! always under 8 µs, or at the rate of a slower link or shaper between the
+//! sender and the capture point: the lowest gap bin above 8 µs holding 10 %
+//! of the gaps when it is also the most common one, or next to it) — or
+//! *paced* (neither: sent on a timer)? Reno and CUBIC without a pacing
+//! qdisc send in ACK-clocked bursts; BBR paces (in the lab: quanta of two
+//! segments, then the pacing interval). Pacing one segment at a time at a
+//! steady rate cannot be told from a link at that rate.
 //!
 //! **Hint.** β < 0.6: Reno-like (halving; Linux Reno then regrows about 1
-//! MSS per round, 0.5 when it counts ACKs against delayed ACKs); 0.6–0.85:
+//! MSS per round, 0.5 when it counts ACKs against delayed ACKs); 0.65–0.8:
 //! CUBIC-like (β = 0.7; concave then convex regrowth, faster than Reno far
 //! from the previous maximum, about 0.5 MSS per round in its Reno-friendly
-//! region); ≥ 0.85: BBR-like (no multiplicative decrease on loss; flight
-//! about one BDP, cycling 1.25/0.75). Paced departures make BBR more likely
-//! and ACK-clocked ones less; with no measured reduction, paced departures
-//! alone give a BBR-like hint. Confidence grows with the number of measured
-//! reductions and is cut when they disagree, when the departures contradict
-//! the family, and next to the receiver without timestamps.
+//! region); ≥ 0.88: BBR-like (no multiplicative decrease on loss; flight
+//! about one BDP, cycling 1.25/0.75), with half votes in between. Paced
+//! departures vote for BBR and ACK-clocked ones discount it; with no
+//! measured reduction, paced departures alone give a BBR-like hint. See
+//! [`CwndTracker::hint`] for the confidence.
 
 use std::collections::VecDeque;
 
@@ -68,8 +73,8 @@ pub const REGROWTH_ROUNDS: usize = 10;
 /// Window-limited rounds whose median is the window before a loss.
 const RECENT: usize = 4;
 /// Log2 bins of departure gaps and ACK lags in µs: [0, 1), [1, 2), [2, 4),
-/// …, the last open-ended (≥ 2^(BINS-2) µs, 16 ms).
-const BINS: usize = 16;
+/// …, the last open-ended (≥ 2^(BINS-2) µs, 1 ms).
+const BINS: usize = 12;
 /// A departure this soon after an ACK (or twice the near-side RTT when
 /// longer) was triggered by it.
 const ACK_TRIGGER_NS: i64 = 64_000;
@@ -191,8 +196,9 @@ pub struct CwndTracker {
     time_rounds: u32,
     last_ack_ts: Option<i64>,
     last_new_ts: Option<i64>,
-    /// Departures by (ACK lag bin, gap bin).
-    departures: Option<Box<[[u32; BINS]; BINS]>>,
+    /// Departures by (ACK lag bin, gap bin); halved when a cell fills up
+    /// (288 bytes, allocated for a direction that sends in bulk).
+    departures: Option<Box<[[u16; BINS]; BINS]>>,
     departure_count: u64,
     pub ss_ns: i64,
     pub ca_ns: i64,
@@ -309,6 +315,12 @@ impl CwndTracker {
                     let h = self
                         .departures
                         .get_or_insert_with(|| Box::new([[0; BINS]; BINS]));
+                    let cell = &mut h[bin_us(ts - a)][bin_us(gap)];
+                    if *cell == u16::MAX {
+                        for c in h.iter_mut().flatten() {
+                            *c /= 2;
+                        }
+                    }
                     h[bin_us(ts - a)][bin_us(gap)] += 1;
                     self.departure_count += 1;
                 }
@@ -534,6 +546,9 @@ impl CwndTracker {
             }
         }
         let total: u64 = gap_hist.iter().sum();
+        if total == 0 {
+            return None;
+        }
         let mut acc = 0;
         let mut line = 0;
         for (g, n) in gap_hist.iter().enumerate() {
@@ -543,7 +558,18 @@ impl CwndTracker {
                 break;
             }
         }
-        let gap_max = (line + 1).max(bin_us(4000));
+        // A link or shaper slower than the sender between it and the capture
+        // point spaces packets at its own rate: the lowest gap bin above
+        // 8 µs holding 10 % of the gaps, when it is also (next to) the most
+        // common such bin, is that line rate too (pacing shows a spread:
+        // BBR's quanta of two segments, then the pacing interval).
+        let above = bin_us(8000);
+        let lowest = (above..BINS).find(|&g| gap_hist[g] * 10 >= total);
+        let mode = (above..BINS)
+            .max_by(|&a, &b| gap_hist[a].cmp(&gap_hist[b]).then(b.cmp(&a)))
+            .unwrap_or(above);
+        let shaper = lowest.filter(|&g| g + 1 >= mode).map_or(0, |g| g + 1);
+        let gap_max = (line + 1).max(bin_us(4000)).max(shaper);
         let lag_max = bin_us(ACK_TRIGGER_NS.max(2 * v.near_min_ns.unwrap_or(0)));
         let mut clocked = 0u64;
         for (l, row) in h.iter().enumerate() {
@@ -553,7 +579,7 @@ impl CwndTracker {
                 }
             }
         }
-        Some((1.0 - clocked as f64 / total.max(1) as f64, total))
+        Some((1.0 - clocked as f64 / total as f64, self.departure_count))
     }
 
     /// The congestion-control hint (see the module documentation).
@@ -918,6 +944,39 @@ mod tests {
             full_min_ns: Some(R),
         };
         assert_eq!(s.t.hint(far).hint, "unknown");
+    }
+
+    #[test]
+    fn a_shaper_is_not_pacing() {
+        // Departures at a 100 Mbit/s link's rate (120 µs per segment), not
+        // aligned with the ACKs: a slower link, not a pacing sender.
+        let mut t = CwndTracker::default();
+        t.set_mss(MSS);
+        let v = Vantage {
+            near_min_ns: Some(20_000),
+            full_min_ns: Some(R),
+        };
+        for i in 0..600i64 {
+            if i % 2 == 0 {
+                t.on_ack(i * 120_000 - 90_000, 0, None);
+            }
+            t.on_send(
+                &Send {
+                    // Every tenth pair leaves back-to-back (a token
+                    // bucket's burst).
+                    ts: i * 120_000 - if i % 10 == 1 { 119_000 } else { 0 },
+                    end: (i + 1) * MSS as i64,
+                    bytes: MSS,
+                    new_data: true,
+                    tsecr: None,
+                    drained: false,
+                    rwnd: None,
+                },
+                v,
+            );
+        }
+        let (p, n) = t.pacing(v).unwrap();
+        assert!(p < 0.1 && n > 500, "{p} {n}");
     }
 
     #[test]

@@ -37,7 +37,7 @@ const SHORT_BY: u32 = 40;
 /// Segments this long or longer can be full-sized (RFC 9293's default MSS).
 const MIN_FULL: u32 = 536;
 /// Window edges remembered per direction (to know the edge the sender had).
-const MAX_EDGES: usize = 256;
+const MAX_EDGES: usize = 64;
 /// Consecutive IPv4 IDs of a direction checked before trusting their order.
 const MIN_ID_STEPS: u32 = 20;
 
@@ -1154,6 +1154,81 @@ mod tests {
         let lim = m.dirs[1].limitation.unwrap();
         assert!((lim[0] - 500.0 / 1022.0).abs() < 1e-9, "{lim:?}");
         assert!(m.idle_count >= 1);
+    }
+
+    #[test]
+    fn late_original_is_reordering_and_a_late_copy_is_a_loss() {
+        // Captured next to the client (10 ms to the server and back); the
+        // server's IPv4 IDs count up by one per segment.
+        let mut d = Drive::new();
+        d.handshake();
+        let mut seq = 5001u32;
+        for k in 0..30 {
+            let t = 20.0 + f64::from(k) * 0.1;
+            d.plain(1, t, seq, 1001, 1000, ACK);
+            seq += 1000;
+            d.plain(0, t + 0.05, 1001, seq, 0, ACK);
+        }
+        // The segment at `seq` is overtaken by the next two, then arrives
+        // 1 ms later with its own, older, IP ID.
+        let id = d.ip_id[1] + 1;
+        d.ip_id[1] = id;
+        d.plain(1, 25.0, seq + 1000, 1001, 1000, ACK);
+        d.plain(0, 25.01, 1001, seq, 0, ACK);
+        d.plain(1, 25.1, seq + 2000, 1001, 1000, ACK);
+        d.plain(0, 25.11, 1001, seq, 0, ACK);
+        let next = d.ip_id[1];
+        d.ip_id[1] = id - 1;
+        d.plain(1, 26.0, seq, 1001, 1000, ACK);
+        d.ip_id[1] = next;
+        seq += 3000;
+        d.plain(0, 26.01, 1001, seq, 0, ACK);
+        // A real loss: the hole is filled a full RTT later by a new copy
+        // (a newer IP ID).
+        d.plain(1, 30.0, seq + 1000, 1001, 1000, ACK);
+        d.plain(0, 30.01, 1001, seq, 0, ACK);
+        d.plain(1, 30.1, seq + 2000, 1001, 1000, ACK);
+        d.plain(0, 30.11, 1001, seq, 0, ACK);
+        d.plain(1, 30.2, seq + 3000, 1001, 1000, ACK);
+        d.plain(0, 30.21, 1001, seq, 0, ACK);
+        d.plain(1, 40.1, seq, 1001, 1000, ACK);
+        d.plain(0, 40.11, 1001, seq + 4000, 0, ACK);
+        let out = d.finish();
+        let m = out.summary(0).unwrap();
+        let r = &m.dirs[1].retrans;
+        assert_eq!(r.get(RetransClass::Reordered), 1, "{r:?}");
+        assert_eq!(r.get(RetransClass::Fast), 1, "{r:?}");
+        assert_eq!(r.by_site, [1, 0, 0], "only the real loss has a place");
+        // Only the real loss put the sender in loss recovery.
+        let lim = m.dirs[1].limitation.unwrap();
+        assert!(lim[1] > 0.0 && lim[1] < 0.7, "{lim:?}");
+    }
+
+    #[test]
+    fn window_edge_reached_is_receive_window_limited_next_to_the_receiver() {
+        // Next to the client: every ACK opens a 4096-byte window (32 << 7)
+        // and the server fills it one RTT (10 ms) later; nothing stays
+        // unacknowledged at the capture point.
+        let mut d = Drive::new();
+        d.handshake();
+        let mut seq = 5001u32;
+        d.send(0, 10.5, 1001, seq, 0, ACK, 32, TcpOptions::default());
+        for k in 0..20 {
+            let t = 20.0 + f64::from(k) * 10.0;
+            for i in 0..4 {
+                d.plain(1, t + f64::from(i) * 0.01, seq, 1001, 1000, ACK);
+                seq += 1000;
+            }
+            d.send(0, t + 0.05, 1001, seq, 0, ACK, 32, TcpOptions::default());
+        }
+        let m = d.finish().summary(0).cloned().unwrap();
+        let lim = m.dirs[1].limitation.unwrap();
+        assert!(lim[2] > 0.8, "{lim:?}");
+        assert!(
+            m.dirs[1].window_limited >= 70,
+            "{}",
+            m.dirs[1].window_limited
+        );
     }
 
     #[test]

@@ -19,11 +19,19 @@
 //!    the smallest far-side RTT after the retransmission. (Half, not all:
 //!    near the receiver the far side is only the receiver's ACK delay,
 //!    whose jitter would otherwise prove genuine retransmissions spurious.)
-//! 3. `fast`: Wireshark's `fast_retransmission`, or sent after at least two
+//! 3. `reordered`: not a retransmission at all but a late original: it fills
+//!    a hole (data above it passed the capture point first) and either its
+//!    IPv4 ID is older than that of the segment that opened the hole (where
+//!    the sender's IDs count up, as Linux's and Windows' do), or — IDs not
+//!    usable — it came less than half the minimum RTT after the hole
+//!    opened, sooner than any retransmission can (the receiver's duplicate
+//!    ACKs must reach the sender and the new copy come back: a full RTT at
+//!    any capture point). Wireshark's flags on it stay as they are.
+//! 4. `fast`: Wireshark's `fast_retransmission`, or sent after at least two
 //!    duplicate ACKs, or while the receiver SACKs data above the
 //!    acknowledged point, or during a loss recovery started by a fast
 //!    retransmission (later holes of the same window).
-//! 4. `timeout`: anything else: the retransmission timer (or a tail-loss
+//! 5. `timeout`: anything else: the retransmission timer (or a tail-loss
 //!    probe) fired. Its *stall* is the time since the direction's previous
 //!    transmission.
 //!
@@ -31,8 +39,8 @@
 //! whose original was captured was lost *after* it (or between it and the
 //! receiver); one that fills a gap (Wireshark's `lost_segment`) was lost
 //! *before* it; otherwise (original sent before the capture started, or not
-//! tracked) the place is unknown. Spurious retransmissions and duplicates
-//! are not losses and have no place.
+//! tracked) the place is unknown. Spurious retransmissions, duplicates and
+//! reordered originals are not losses and have no place.
 
 use std::collections::VecDeque;
 
