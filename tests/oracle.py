@@ -102,3 +102,14 @@ def our_conversations(cap: Any) -> dict[int, dict[Direction, list[int]]]:
         }
         out[r["stream"]] = {k: v for k, v in dirs.items() if v[0] > 0}
     return out
+
+
+#: tshark's SRT columns: calls, min, max, avg, sum (seconds).
+SrtStats = tuple[int, float, float, float, float]
+
+
+def srt_stats(srt_ns: list[int]) -> SrtStats:
+    """Summarise service times (ns) into tshark's SRT columns."""
+    s = sum(srt_ns)
+    n = len(srt_ns)
+    return (n, min(srt_ns) / 1e9, max(srt_ns) / 1e9, s / n / 1e9, s / 1e9)

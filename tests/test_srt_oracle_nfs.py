@@ -28,13 +28,13 @@ import pyarrow as pa
 import pytest
 
 import nastriage
-from oracle import SHARED, have_tshark
+from oracle import SHARED, SrtStats, have_tshark, srt_stats
 
 TRUTH = SHARED / "truth"
 
 ROW = re.compile(r"^\s+\d+\s+(\S+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s*$")
 
-Stats = tuple[int, float, float, float, float]
+Stats = SrtStats
 Key = tuple[int, str]  # (NFS version, procedure as tshark names it)
 
 
@@ -151,11 +151,7 @@ def our_stats(name: str) -> dict[Key, Stats]:
     groups: dict[Key, list[int]] = defaultdict(list)
     for r in nfs_answered(name):
         groups[tshark_key(r)].append(srt_ns(r))
-    out: dict[Key, Stats] = {}
-    for k, v in groups.items():
-        s = sum(v)
-        out[k] = (len(v), min(v) / 1e9, max(v) / 1e9, s / len(v) / 1e9, s / 1e9)
-    return out
+    return {k: srt_stats(v) for k, v in groups.items()}
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -25,7 +25,7 @@ import pyarrow as pa
 import pytest
 
 import nastriage
-from oracle import SHARED, have_tshark
+from oracle import SHARED, SrtStats, have_tshark, srt_stats
 
 TRUTH = SHARED / "truth"
 
@@ -48,7 +48,7 @@ def smb2_truth_captures() -> list[str]:
 
 CAPTURES = smb2_truth_captures()
 
-Stats = tuple[int, float, float, float, float]
+Stats = SrtStats
 
 ROW = re.compile(r"^\s+\d+\s+(.+?)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s*$")
 
@@ -111,11 +111,7 @@ def our_stats(name: str) -> dict[str, Stats]:
         if r["server_port"] not in TSHARK_PORTS:
             continue
         groups[r["op"]].append(r["reply_last_time"] - r["request_last_time"])
-    out: dict[str, Stats] = {}
-    for op, v in groups.items():
-        s = sum(v)
-        out[op] = (len(v), min(v) / 1e9, max(v) / 1e9, s / len(v) / 1e9, s / 1e9)
-    return out
+    return {op: srt_stats(v) for op, v in groups.items()}
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -47,6 +47,9 @@ pub struct Analysis {
     pub(crate) conversations: ConversationTable,
     pub(crate) tcp: TcpAnalysis,
     pub(crate) transactions: TransactionLog,
+    /// Derived from `transactions` once, on first use by any of the three
+    /// concurrency tables.
+    pub(crate) concurrency: std::sync::OnceLock<crate::concurrency::ConcurrencyResult>,
 }
 
 impl Analysis {
@@ -98,16 +101,9 @@ impl Analysis {
                 &self.tcp,
                 &self.conversations,
             )),
-            "concurrency" => Some(crate::concurrency::summary_table(
-                &crate::concurrency::analyze(&self.transactions, None),
-                &self.conversations,
-            )),
-            "outstanding_at_arrival" => Some(crate::concurrency::arrival_table(
-                &crate::concurrency::analyze(&self.transactions, None),
-            )),
-            "outstanding_series" => Some(crate::concurrency::series_table(
-                &crate::concurrency::analyze(&self.transactions, None),
-            )),
+            "concurrency" => Some(crate::concurrency::summary_table(self.concurrency())),
+            "outstanding_at_arrival" => Some(crate::concurrency::arrival_table(self.concurrency())),
+            "outstanding_series" => Some(crate::concurrency::series_table(self.concurrency())),
             "orphan_replies" => Some(crate::orphan_table::orphan_replies(&self.transactions)),
             "srt" => Some(crate::srt_table::srt(
                 &self.transactions,
@@ -120,6 +116,11 @@ impl Analysis {
             "tcp_events" => Some(tables::tcp_events(&self.tcp, &self.conversations)),
             _ => None,
         }
+    }
+
+    fn concurrency(&self) -> &crate::concurrency::ConcurrencyResult {
+        self.concurrency
+            .get_or_init(|| crate::concurrency::analyze(&self.transactions, None))
     }
 
     /// Counters of the application-layer parsers: requests without a

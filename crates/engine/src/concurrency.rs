@@ -18,7 +18,6 @@ use arrow_array::builder::{
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
 
-use crate::conversations::ConversationTable;
 use crate::transactions::{Transaction, TransactionLog};
 
 /// Series interval from a duration: about 500 bins, clamped to [1 ms, 10 s].
@@ -286,7 +285,7 @@ fn ts_field(name: &str) -> Field {
 }
 
 /// `concurrency`: one row per connection with requests.
-pub(crate) fn summary_table(r: &ConcurrencyResult, _convs: &ConversationTable) -> RecordBatch {
+pub(crate) fn summary_table(r: &ConcurrencyResult) -> RecordBatch {
     let n = r.conns.len();
     let mut stream = UInt32Builder::with_capacity(n);
     let mut proto = StringBuilder::new();

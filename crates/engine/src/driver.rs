@@ -195,5 +195,6 @@ pub fn analyze(paths: &[String], mut opts: AnalyzeOptions<'_>) -> Result<Analysi
         conversations: convs,
         tcp,
         transactions: app.log,
+        concurrency: std::sync::OnceLock::new(),
     })
 }
