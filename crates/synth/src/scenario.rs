@@ -248,6 +248,27 @@ struct NfsSession {
     rng: Rng,
 }
 
+/// The TCP test scenarios' NFS set-up: one server with `data.bin` of
+/// `size` bytes, and a client with a fixed XID base and machine name.
+/// Returns the session, the server's root and the file's handles.
+fn test_nfs_session(
+    opts: &Options,
+    size: u64,
+    fork: u64,
+    xid_base: u32,
+    machine: &str,
+) -> (NfsSession, nfs3::FileHandle, nfs3::FileHandle) {
+    let mut fs = nfs3::Server::new(opts.seed, opts.start_ns);
+    let root = fs.root();
+    let file = fs.add_file(&root, "data.bin", size);
+    let session = NfsSession {
+        fs,
+        rpc: RpcClient::new(xid_base, AuthSys::new(machine, 1000, 1000)),
+        rng: Rng::new(opts.seed).fork(fork),
+    };
+    (session, root, file)
+}
+
 impl NfsSession {
     /// Server processing time for a call, with jitter.
     fn think(&mut self, call: &Call) -> i64 {
@@ -1025,15 +1046,7 @@ fn nfs_reads(
 /// * port 805: an idle connection with three keep-alives.
 pub fn tcp_pathologies(opts: &Options) -> Vec<NetPacket> {
     let t0 = opts.start_ns;
-    let mut fs = nfs3::Server::new(opts.seed, t0);
-    let root = fs.root();
-    let file = fs.add_file(&root, "data.bin", 1 << 20);
-    let rng = Rng::new(opts.seed).fork(0x9a7);
-    let mut s = NfsSession {
-        fs,
-        rpc: RpcClient::new(0x7700_0000, AuthSys::new("client02", 1000, 1000)),
-        rng,
-    };
+    let (mut s, root, file) = test_nfs_session(opts, 1 << 20, 0x9a7, 0x7700_0000, "client02");
     let mut lists = Vec::new();
 
     // Fast retransmission of a lost server segment.
@@ -1114,15 +1127,7 @@ pub fn tcp_pathologies(opts: &Options) -> Vec<NetPacket> {
 ///   retransmission, far less than the 1 ms RTT its own answer would need.
 pub fn tcp_spurious(opts: &Options) -> Vec<NetPacket> {
     let t0 = opts.start_ns;
-    let mut fs = nfs3::Server::new(opts.seed, t0);
-    let root = fs.root();
-    let file = fs.add_file(&root, "data.bin", 1 << 16);
-    let rng = Rng::new(opts.seed).fork(0x5b5);
-    let mut s = NfsSession {
-        fs,
-        rpc: RpcClient::new(0x7800_0000, AuthSys::new("client03", 1000, 1000)),
-        rng,
-    };
+    let (mut s, root, file) = test_nfs_session(opts, 1 << 16, 0x5b5, 0x7800_0000, "client03");
     let mut lists = Vec::new();
     for (port, start, hold, options) in [
         (811u16, t0, 300_000_000i64, true),
@@ -1220,15 +1225,7 @@ pub fn tcp_midstream(opts: &Options) -> Vec<NetPacket> {
 /// client and 0.6 ms from the server (port 833; TTLs 62/62).
 pub fn tcp_capture_points(opts: &Options) -> Vec<NetPacket> {
     let t0 = opts.start_ns;
-    let mut fs = nfs3::Server::new(opts.seed, t0);
-    let root = fs.root();
-    let file = fs.add_file(&root, "data.bin", 1 << 20);
-    let rng = Rng::new(opts.seed).fork(0xc9);
-    let mut s = NfsSession {
-        fs,
-        rpc: RpcClient::new(0x7900_0000, AuthSys::new("client04", 1000, 1000)),
-        rng,
-    };
+    let (mut s, _root, file) = test_nfs_session(opts, 1 << 20, 0xc9, 0x7900_0000, "client04");
     let mut lists = Vec::new();
     for (k, (port, cd, sd, ttl_c, ttl_s)) in [
         (831u16, 0i64, 1_000_000i64, 64u8, 61u8),
