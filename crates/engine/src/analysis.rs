@@ -59,6 +59,7 @@ impl Analysis {
             "conversations",
             "tcp_events",
             "transactions",
+            "failed_transactions",
             "srt",
             "concurrency",
             "outstanding_at_arrival",
@@ -70,6 +71,7 @@ impl Analysis {
             "tcp_segments",
             "tcp_seq_points",
             "tcp_seq_reduction",
+            "time_profile",
         ]
     }
 
@@ -112,10 +114,27 @@ impl Analysis {
             "transactions" => Some(crate::transaction_table::transactions(
                 &self.transactions,
                 &self.conversations,
+                false,
+            )),
+            "failed_transactions" => Some(crate::transaction_table::transactions(
+                &self.transactions,
+                &self.conversations,
+                true,
             )),
             "tcp_events" => Some(tables::tcp_events(&self.tcp, &self.conversations)),
+            "time_profile" => Some(crate::time_profile::table(&self.time_profiles())),
             _ => None,
         }
+    }
+
+    /// Where each connection's time goes (see `time_profile`).
+    pub fn time_profiles(&self) -> Vec<crate::time_profile::TimeProfile> {
+        crate::time_profile::profiles(
+            &self.transactions,
+            &self.tcp,
+            &self.conversations,
+            self.concurrency(),
+        )
     }
 
     fn concurrency(&self) -> &crate::concurrency::ConcurrencyResult {

@@ -16,6 +16,7 @@ pub mod reassembly;
 mod srt_table;
 mod tables;
 pub mod tcp;
+pub mod time_profile;
 mod transaction_table;
 pub mod transactions;
 

@@ -82,7 +82,7 @@ pub(crate) fn srt(log: &TransactionLog, convs: &ConversationTable) -> RecordBatc
     for t in &log.transactions {
         // Errors by status: the reply's status name (or the RPC-level
         // failure), for requests that did not succeed.
-        let error_status = if t.status.is_some_and(|s| s != 0) || t.rpc_status.is_some() {
+        let error_status = if crate::transaction_table::failed(t) {
             t.rpc_status
                 .clone()
                 .or_else(|| t.status_name.clone())
@@ -116,7 +116,7 @@ pub(crate) fn srt(log: &TransactionLog, convs: &ConversationTable) -> RecordBatc
                 Some(s) => g.srt.push(s),
                 None => g.unanswered += 1,
             }
-            if t.status.is_some_and(|s| s != 0) || t.rpc_status.is_some() {
+            if crate::transaction_table::failed(t) {
                 g.errors += 1;
             }
         }

@@ -10,7 +10,7 @@ use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
 
 use crate::conversations::ConversationTable;
-use crate::transactions::{PduSpan, TransactionLog};
+use crate::transactions::{PduSpan, Transaction, TransactionLog};
 
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
@@ -33,8 +33,24 @@ impl Cols {
     }
 }
 
-pub(crate) fn transactions(log: &TransactionLog, convs: &ConversationTable) -> RecordBatch {
-    let txs = &log.transactions;
+/// Whether a request failed: a non-zero status, or an RPC-level failure.
+pub(crate) fn failed(t: &Transaction) -> bool {
+    t.status.is_some_and(|s| s != 0) || t.rpc_status.is_some()
+}
+
+/// The `transactions` table: every request, or (`failed_only`) the ones
+/// that failed (`failed_transactions`, the same columns): the error rule
+/// reads those without turning every request into a row.
+pub(crate) fn transactions(
+    log: &TransactionLog,
+    convs: &ConversationTable,
+    failed_only: bool,
+) -> RecordBatch {
+    let txs: Vec<&Transaction> = log
+        .transactions
+        .iter()
+        .filter(|t| !failed_only || failed(t))
+        .collect();
     let n = txs.len();
     let ts = || TimestampNanosecondBuilder::with_capacity(n).with_timezone("UTC");
     let (mut protocol, mut op, mut transport) = (

@@ -205,6 +205,43 @@ _TX_COLUMNS = (
     "note",
 )
 
+
+def _txs(t: Any) -> list[Tx]:
+    """``Tx`` objects for the rows of a ``transactions`` table, in request order."""
+    out: list[Tx] = []
+    c = columns(t, _TX_COLUMNS)
+    for i in range(t.num_rows):
+        if c["request_first_time"][i] is None or c["stream"][i] is None:
+            continue
+        tx = Tx(
+            protocol=str(c["protocol"][i] or ""),
+            op=str(c["op"][i] or ""),
+            stream=int(c["stream"][i]),
+            transport=str(c["transport"][i] or "").lower(),
+            req_first_frame=int(c["request_first_frame"][i] or 0),
+            req_first=int(c["request_first_time"][i]),
+            req_last=int(c["request_last_time"][i] or c["request_first_time"][i]),
+            reply_first_frame=c["reply_first_frame"][i],
+            reply_first=c["reply_first_time"][i],
+            reply_last=c["reply_last_time"][i] or c["reply_first_time"][i],
+            srt_ms=c["srt_ms"][i],
+            server_time_ms=c["server_time_ms"][i],
+            request_bytes=int(c["request_bytes"][i] or 0),
+            reply_bytes=c["reply_bytes"][i],
+            count=c["count"][i],
+            status=c["status"][i],
+            status_name=c["status_name"][i],
+            rpc_status=c["rpc_status"][i],
+            file_name=c["file_name"][i],
+            share=c["share"][i],
+            auth=c["auth"][i],
+            note=c["note"][i],
+        )
+        out.append(tx)
+    out.sort(key=lambda x: x.req_first)
+    return out
+
+
 _ENCRYPTED_WARNING = re.compile(r"tcp\.stream (\d+): (\d+) encrypted SMB3 message")
 
 
@@ -338,44 +375,106 @@ class Context:
         return self._cached("all_tx", self._build_tx)  # type: ignore[no-any-return]
 
     def _build_tx(self) -> list[Tx]:
-        out: list[Tx] = []
         t = self.table("transactions")
-        if t is None:
-            return out
-        c = columns(t, _TX_COLUMNS)
-        for i in range(t.num_rows):
-            if c["request_first_time"][i] is None or c["stream"][i] is None:
-                continue
-            tx = Tx(
-                protocol=str(c["protocol"][i] or ""),
-                op=str(c["op"][i] or ""),
-                stream=int(c["stream"][i]),
-                transport=str(c["transport"][i] or "").lower(),
-                req_first_frame=int(c["request_first_frame"][i] or 0),
-                req_first=int(c["request_first_time"][i]),
-                req_last=int(c["request_last_time"][i] or c["request_first_time"][i]),
-                reply_first_frame=c["reply_first_frame"][i],
-                reply_first=c["reply_first_time"][i],
-                reply_last=c["reply_last_time"][i] or c["reply_first_time"][i],
-                srt_ms=c["srt_ms"][i],
-                server_time_ms=c["server_time_ms"][i],
-                request_bytes=int(c["request_bytes"][i] or 0),
-                reply_bytes=c["reply_bytes"][i],
-                count=c["count"][i],
-                status=c["status"][i],
-                status_name=c["status_name"][i],
-                rpc_status=c["rpc_status"][i],
-                file_name=c["file_name"][i],
-                share=c["share"][i],
-                auth=c["auth"][i],
-                note=c["note"][i],
-            )
-            out.append(tx)
-        out.sort(key=lambda x: x.req_first)
-        return out
+        return [] if t is None else _txs(t)
+
+    def stream_transactions(self, stream: int) -> list[Tx]:
+        """One connection's TCP transactions, in request order. Built from the rows of that
+        stream only (the whole table becomes Python objects only if a rule asks for all)."""
+        if "tx" in self._cache:
+            return list(self.transactions.get(stream, []))
+
+        def build() -> list[Tx]:
+            t = self.table("transactions")
+            if t is None or "stream" not in t.schema.names:
+                return []
+            import pyarrow.compute as pc
+
+            rows = t.filter(pc.equal(t.column("stream"), stream))
+            return [x for x in _txs(rows) if x.transport in ("tcp", "")]
+
+        return list(self._cached(f"tx:{stream}", build))
+
+    def has_tcp_transactions(self) -> bool:
+        """Whether the capture holds any NFS/RPC or SMB transaction over TCP."""
+        if "tx" in self._cache:
+            return bool(self.transactions)
+        t = self.table("transactions")
+        if t is None or t.num_rows == 0:
+            return False
+        if "transport" not in t.schema.names:
+            return True
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        transport = pc.utf8_lower(t.column("transport"))
+        return bool(pc.any(pc.is_in(transport, value_set=pa.array(["tcp", ""]))).as_py())
+
+    def transaction_totals(self) -> tuple[int, float]:
+        """(requests, summed response time in ms) over every transaction, TCP and UDP."""
+        srt = self.table("srt")
+        if srt is not None and "transactions" in self._names:  # the engine's own tables
+            calls = busy = 0.0
+            for r in rows(srt, ("breakdown", "calls", "sum_ms")):
+                if r["breakdown"] == "op":
+                    calls += int(r["calls"] or 0)
+                    busy += float(r["sum_ms"] or 0.0)
+            return int(calls), busy
+        t = self.table("transactions")
+        if t is None or t.num_rows == 0:
+            return 0, 0.0
+        import pyarrow.compute as pc
+
+        names = set(t.schema.names)
+        kept = t
+        for name in ("request_first_time", "stream"):
+            if name not in names:
+                return 0, 0.0  # rows without them are not transactions for the rules
+            kept = kept.filter(pc.is_valid(kept.column(name)))
+        total = pc.sum(kept.column("srt_ms")).as_py() if "srt_ms" in names else None
+        return kept.num_rows, float(total or 0.0)
+
+    def failed_transactions(self) -> list[Tx]:
+        """Transactions answered with an error (a non-zero status or an RPC-level failure),
+        TCP and UDP, in request order: only these rows become Python objects."""
+        failed_table = self.table("failed_transactions")
+        if failed_table is not None:
+            return _txs(failed_table)
+        t = self.table("transactions")
+        if t is None or t.num_rows == 0:
+            return []
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        names = set(t.schema.names)
+        failed = pa.array([False] * t.num_rows)
+        if "rpc_status" in names:
+            failed = pc.or_(failed, pc.is_valid(t.column("rpc_status")))
+        if "status" in names:
+            status = t.column("status")
+            failed = pc.or_(failed, pc.fill_null(pc.not_equal(status, 0), False))
+        return _txs(t.filter(failed))
+
+    def transaction_count(self, stream: int) -> int:
+        """Number of TCP transactions of one connection."""
+        return len(self.stream_transactions(stream))
 
     def storage_transactions(self, stream: int) -> list[Tx]:
-        return [t for t in self.transactions.get(stream, []) if t.protocol in STORAGE_PROTOCOLS]
+        return [t for t in self.stream_transactions(stream) if t.protocol in STORAGE_PROTOCOLS]
+
+    # -- time profiles -----------------------------------------------------------------------
+
+    def time_profile_rows(self) -> dict[int, dict[str, Any]] | None:
+        """Rows of the engine's ``time_profile`` table by stream; None without the table
+        (the rules then derive the profiles from the transactions, ``timeline.py``)."""
+
+        def build() -> dict[int, dict[str, Any]] | None:
+            t = self.table("time_profile")
+            if t is None:
+                return None
+            return {int(r["stream"]): r for r in rows(t)}
+
+        return self._cached("time_profile", build)  # type: ignore[no-any-return]
 
     # -- concurrency -------------------------------------------------------------------------
 
@@ -415,7 +514,7 @@ class Context:
         if median is not None and float(median) > 0:
             return float(median), "tcp_connections.rtt_median_ms"
         cli, srv, source = self.side_rtts_ms(stream)
-        if cli + srv > 0 and len(self.transactions.get(stream, [])) >= 3:
+        if cli + srv > 0 and self.transaction_count(stream) >= 3:
             return cli + srv, source
         return None, "unknown"
 
@@ -431,6 +530,9 @@ class Context:
         the fastest processing) and the client side the fastest turnaround from a reply to
         the next request (a lower bound: about 0 at a client-side capture).
         """
+        row = (self.time_profile_rows() or {}).get(stream)
+        if row is not None:  # the engine's figures, computed the same way
+            return float(row["client_rtt_ms"]), float(row["server_rtt_ms"]), str(row["rtt_source"])
         info = self.streams.get(stream)
         tcp = info.tcp if info else {}
         floor = self._srt_floor_ms(stream)
@@ -450,7 +552,7 @@ class Context:
     def _srt_floor_ms(self, stream: int) -> float | None:
         times = [
             t.server_time_ms
-            for t in self.transactions.get(stream, [])
+            for t in self.stream_transactions(stream)
             if t.server_time_ms is not None and t.server_time_ms >= 0
         ]
         if len(times) < 3:
@@ -464,7 +566,7 @@ class Context:
         capture, the round trip between the capture point and the client (plus its
         turnaround); at a client-side capture about 0. A lower bound of the client-side
         round trip either way (it is small whenever the client pipelines requests)."""
-        txs = self.transactions.get(stream, [])
+        txs = self.stream_transactions(stream)
         if len(txs) < 4:
             return None
         starts = sorted(t.req_first for t in txs)
@@ -553,8 +655,16 @@ class Context:
             m = _ENCRYPTED_WARNING.search(w)
             if m:
                 out[int(m.group(1))] = out.get(int(m.group(1)), 0) + int(m.group(2))
-        for stream, txs in self.transactions.items():
-            n = sum(1 for t in txs if (t.auth or "").lower() == "encrypted")
-            if n and stream not in out:
-                out[stream] = n
+        t = self.table("transactions")
+        if t is None or not {"auth", "stream", "transport"} <= set(t.schema.names):
+            return out
+        import pyarrow.compute as pc
+
+        encrypted: dict[int, int] = defaultdict(int)
+        rows_ = t.filter(pc.equal(pc.utf8_lower(t.column("auth")), "encrypted"))
+        for tx in _txs(rows_):
+            if tx.transport in ("tcp", ""):
+                encrypted[tx.stream] += 1
+        for stream, n in encrypted.items():
+            out.setdefault(stream, n)
         return out

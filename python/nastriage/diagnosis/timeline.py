@@ -14,6 +14,11 @@ applies:
 
 The round trips come from ``Context.side_rtts_ms`` (from the capture point to each side),
 so a client-side and a server-side capture of the same transfer give the same shares.
+
+The engine computes these profiles in its ``time_profile`` table (one row per connection,
+``crates/engine/src/time_profile.rs``), so no per-request work happens in Python. The
+functions below are the reference definition, used for tables without it (older engines,
+hand-made tables in tests); ``tests/test_time_profile.py`` keeps the two equal.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import Any
 
 from nastriage.diagnosis.context import Context, Tx
 
@@ -89,9 +95,10 @@ class Profile:
     client_rtt_ms: float
     server_rtt_ms: float
     rtt_source: str
-    #: Server processing time per answered request (ms), response time minus the round
-    #: trip behind the capture point.
-    processing_ms: list[float]
+    #: Server processing time per answered request (ms: response time minus the round
+    #: trip behind the capture point): median and 90th percentile.
+    processing_median_ms: float
+    processing_p90_ms: float
     #: Processing time by operation and by file (ms, summed), for "which ops, which files".
     processing_by_op: dict[str, float] = field(default_factory=dict)
     processing_by_file: dict[str, float] = field(default_factory=dict)
@@ -108,6 +115,12 @@ class Profile:
     at_max_fraction: float = 0.0
     mean_outstanding_busy: float = 0.0
     slow_frames: list[int] = field(default_factory=list)
+    #: Storage protocols seen on the connection ("nfs", "smb2"), sorted.
+    protocols: list[str] = field(default_factory=list)
+    #: Median response time (ms) of the answered requests (upper middle value).
+    response_median_ms: float = 0.0
+    #: Frames of the first requests (up to 30), in request order.
+    first_frames: list[int] = field(default_factory=list)
 
     @property
     def active_ns(self) -> int:
@@ -142,7 +155,7 @@ class Profile:
 
     @property
     def median_processing_ms(self) -> float:
-        return statistics.median(self.processing_ms) if self.processing_ms else 0.0
+        return self.processing_median_ms
 
     @property
     def mean_io_bytes(self) -> float:
@@ -156,21 +169,65 @@ def is_data_op(op: str) -> bool:
 def profile(ctx: Context, stream: int) -> Profile | None:
     """The time profile of one connection's NFS/SMB traffic (None: no answered requests).
     Computed once per connection and context."""
-    return ctx._cached(f"profile:{stream}", lambda: _profile(ctx, stream))  # type: ignore[no-any-return]
+    return profiles(ctx).get(stream)
 
 
 def profiles(ctx: Context) -> dict[int, Profile]:
-    """Profiles of every connection with answered NFS/SMB requests."""
+    """Profiles of every connection with answered NFS/SMB requests, by stream."""
+    return ctx._cached("profiles", lambda: _profiles(ctx))  # type: ignore[no-any-return]
+
+
+def _profiles(ctx: Context) -> dict[int, Profile]:
+    rows = ctx.time_profile_rows()
+    if rows is not None:
+        return {s: _from_row(r) for s, r in sorted(rows.items())}
     out = {}
     for stream in sorted(ctx.transactions):
-        p = profile(ctx, stream)
+        p = _profile(ctx, stream)
         if p is not None:
             out[stream] = p
     return out
 
 
+def _named(names: list[str] | None, values: list[float] | None) -> dict[str, float]:
+    return {str(k): float(v) for k, v in zip(names or [], values or [])}
+
+
+def _from_row(r: dict[str, Any]) -> Profile:
+    """A profile from a row of the engine's ``time_profile`` table."""
+    return Profile(
+        stream=int(r["stream"]),
+        transactions=int(r["transactions"]),
+        answered=int(r["answered"]),
+        span_ns=max(int(r["span_ns"]), 1),
+        ns={s: int(r[f"{s}_ns"]) for s in STATES},
+        data_ns={s: int(r[f"data_{s}_ns"]) for s in STATES},
+        client_rtt_ms=float(r["client_rtt_ms"]),
+        server_rtt_ms=float(r["server_rtt_ms"]),
+        rtt_source=str(r["rtt_source"]),
+        processing_median_ms=float(r["processing_median_ms"]),
+        processing_p90_ms=float(r["processing_p90_ms"]),
+        processing_by_op=_named(r.get("processing_ops"), r.get("processing_ops_ms")),
+        processing_by_file=_named(r.get("processing_files"), r.get("processing_files_ms")),
+        data_bytes=int(r["data_bytes"]),
+        io_bytes=int(r["io_bytes"]),
+        io_requests=int(r["io_requests"]),
+        metadata_requests=int(r["metadata_requests"]),
+        metadata_only_ns=int(r["metadata_only_ns"]),
+        outstanding_ns=int(r["outstanding_ns"]),
+        max_outstanding=int(r["max_outstanding"]),
+        at_max_fraction=float(r["at_max_fraction"]),
+        mean_outstanding_busy=float(r["mean_outstanding_busy"]),
+        slow_frames=[int(f) for f in r.get("slow_frames") or []],
+        protocols=[str(p) for p in r.get("protocols") or []],
+        response_median_ms=float(r.get("response_median_ms") or 0.0),
+        first_frames=[int(f) for f in r.get("first_frames") or []],
+    )
+
+
 def _profile(ctx: Context, stream: int) -> Profile | None:
-    txs = [t for t in ctx.storage_transactions(stream) if t.answered]
+    storage = ctx.storage_transactions(stream)
+    txs = [t for t in storage if t.answered]
     if not txs:
         return None
     cli_rtt, srv_rtt, source = ctx.side_rtts_ms(stream)
@@ -224,9 +281,14 @@ def _profile(ctx: Context, stream: int) -> Profile | None:
         at_max = float(conc["at_max_fraction"])
     mean_busy = float(conc.get("mean_outstanding_busy") or mean_busy)
     slow.sort(reverse=True)
+    processing.sort()
+    p90 = processing[int(0.9 * (len(processing) - 1))] if processing else 0.0
+    srts = sorted(t.srt_ms for t in txs if t.srt_ms is not None)
+    # The engine keeps the 20 files with the most processing time per connection.
+    top_files = sorted(by_file.items(), key=lambda kv: -kv[1])[:20]
     return Profile(
         stream=stream,
-        transactions=len(ctx.storage_transactions(stream)),
+        transactions=len(storage),
         answered=len(txs),
         span_ns=max(span_ns, 1),
         ns=dict(zip(STATES, totals)),
@@ -234,9 +296,10 @@ def _profile(ctx: Context, stream: int) -> Profile | None:
         client_rtt_ms=cli_rtt,
         server_rtt_ms=srv_rtt,
         rtt_source=source,
-        processing_ms=processing,
+        processing_median_ms=statistics.median(processing) if processing else 0.0,
+        processing_p90_ms=p90,
         processing_by_op=dict(by_op),
-        processing_by_file=dict(by_file),
+        processing_by_file=dict(top_files),
         data_bytes=data_bytes,
         io_bytes=io_bytes,
         io_requests=io_requests,
@@ -247,6 +310,9 @@ def _profile(ctx: Context, stream: int) -> Profile | None:
         at_max_fraction=at_max,
         mean_outstanding_busy=mean_busy,
         slow_frames=[f for _, f in slow[:20]],
+        protocols=sorted({t.protocol for t in txs}),
+        response_median_ms=srts[len(srts) // 2] if srts else 0.0,
+        first_frames=[t.req_first_frame for t in storage[:30]],
     )
 
 

@@ -102,11 +102,8 @@ def protocol_errors(ctx: Context) -> list[Finding]:
     first: dict[str, list[int]] = defaultdict(list)
     streams: dict[str, set[int]] = defaultdict(set)
     srt_ms: dict[str, float] = defaultdict(float)
-    total_calls = 0
-    busy_ms = 0.0
-    for t in ctx.all_transactions:
-        total_calls += 1
-        busy_ms += t.srt_ms or 0.0
+    total_calls, busy_ms = ctx.transaction_totals()
+    for t in ctx.failed_transactions():
         name = _error_name(t)
         if name is None:
             continue

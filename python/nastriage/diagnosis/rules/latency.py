@@ -23,7 +23,7 @@ from nastriage.diagnosis.rules._util import (
     stream_filter,
     weighted_share,
 )
-from nastriage.diagnosis.timeline import Profile, profiles
+from nastriage.diagnosis.timeline import Profile, profile, profiles
 from nastriage.sanitize import one_line
 
 
@@ -56,7 +56,10 @@ def _top(d: dict[str, float], n: int = 3) -> list[tuple[str, float]]:
 
 
 def _protocol_names(ctx: Context, stream: int) -> str:
-    protos = sorted({t.protocol for t in ctx.storage_transactions(stream)})
+    p = profile(ctx, stream)
+    protos = p.protocols if p is not None else []
+    if not protos:
+        protos = sorted({t.protocol for t in ctx.storage_transactions(stream)})
     return "/".join(p.upper() for p in protos) or "NFS/SMB"
 
 
@@ -81,8 +84,7 @@ def server_latency(ctx: Context) -> list[Finding]:
     for server, ps in by_server.items():
         worst = max(ps, key=lambda p: p.ns["server"])
         med = worst.median_processing_ms
-        procs = sorted(worst.processing_ms)
-        p90 = procs[int(0.9 * (len(procs) - 1))] if procs else 0.0
+        p90 = worst.processing_p90_ms
         rtt = worst.client_rtt_ms + worst.server_rtt_ms
         share = worst.share("server")
         by_op: dict[str, float] = defaultdict(float)
@@ -207,10 +209,9 @@ def client_concurrency_limit(ctx: Context) -> list[Finding]:
     worst = max(hits.values(), key=lambda p: p.data_ns["network"])
     info = ctx.streams.get(worst.stream)
     k = worst.max_outstanding
-    srts = [t.srt_ms for t in ctx.storage_transactions(worst.stream) if t.srt_ms is not None]
     # the latency the client sees: the response time plus the round trip between the
     # capture point and the client (about 0 at a client-side capture)
-    latency = (sorted(srts)[len(srts) // 2] if srts else 0.0) + worst.client_rtt_ms
+    latency = worst.response_median_ms + worst.client_rtt_ms
     io = worst.mean_io_bytes or (worst.data_bytes / max(1, worst.answered))
     little = k * io * 8 / (latency / 1000.0) if latency > 0 else None
     rtt = worst.client_rtt_ms + worst.server_rtt_ms
@@ -253,9 +254,7 @@ def client_concurrency_limit(ctx: Context) -> list[Finding]:
                     "requests_needed_to_fill_path": k_needed or "unknown",
                     "client": client,
                 },
-                frames=frames(
-                    t.req_first_frame for t in ctx.storage_transactions(worst.stream)[:30]
-                ),
+                frames=frames(worst.first_frames),
                 wireshark_filter=stream_filter([worst.stream], "rpc || smb2"),
             ),
             impact=Impact(
@@ -316,9 +315,7 @@ def request_size_limited(ctx: Context) -> list[Finding]:
                     "max_outstanding": worst.max_outstanding,
                     "client": client,
                 },
-                frames=frames(
-                    t.req_first_frame for t in ctx.storage_transactions(worst.stream)[:30]
-                ),
+                frames=frames(worst.first_frames),
                 wireshark_filter=stream_filter([worst.stream], "nfs.count3 || smb2.read_length"),
             ),
             impact=Impact(

@@ -23,7 +23,7 @@ def connection_resets(ctx: Context) -> list[Finding]:
         lost_requests += len(unanswered)
         lost_frames += [t.req_first_frame for t in unanswered]
     if not storage:
-        if ctx.transactions:
+        if ctx.has_tcp_transactions():
             return []  # portmapper/mount side connections reset: routine
         # no NFS/SMB traffic at all: the resets may be refused connections
         severity: Severity = "info"

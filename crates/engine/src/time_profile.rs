@@ -1,0 +1,572 @@
+//! Where each connection's time goes, from its NFS/SMB transactions: the
+//! `time_profile` table, one row per TCP connection with answered storage
+//! requests.
+//!
+//! Each instant of the connection's active span is in exactly one state, the
+//! first that applies: `transfer` (request or reply data on the wire),
+//! `server` (the request reached the server and its reply has not left it),
+//! `network` (a request is outstanding and travelling), else idle. The round
+//! trips behind the capture point come from the TCP analysis (handshake and
+//! data samples), so client- and server-side captures of one transfer give
+//! the same shares.
+//!
+//! This is the engine's home of the computation the diagnosis rules read
+//! (`python/nastriage/diagnosis/timeline.py` holds the same definition as a
+//! reference for tables without this one, and a test keeps the two equal).
+//! It runs once, at table time, over every transaction: O(n log n) per
+//! connection, so per-request work never reaches Python.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow_array::builder::{
+    Float64Builder, Int64Builder, ListBuilder, StringBuilder, UInt32Builder, UInt64Builder,
+};
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_schema::{DataType, Field, Schema};
+
+use crate::concurrency::ConcurrencyResult;
+use crate::conversations::ConversationTable;
+use crate::tcp::TcpAnalysis;
+use crate::transactions::{Transaction, TransactionLog};
+
+/// Protocols whose transactions the latency rules judge (not portmap, mount...).
+fn is_storage(protocol: &str) -> bool {
+    matches!(protocol, "nfs" | "smb2")
+}
+
+/// Operations that move file data (the rest is metadata).
+pub fn is_data_op(op: &str) -> bool {
+    const DATA: [&str; 9] = [
+        "READ",
+        "WRITE",
+        "COMMIT",
+        "Read",
+        "Write",
+        "Flush",
+        "READ_PLUS",
+        "COPY",
+        "CLONE",
+    ];
+    DATA.contains(&op) || DATA.contains(&op.to_ascii_uppercase().as_str())
+}
+
+/// Most operations and files kept per connection, by processing time.
+const TOP_FILES: usize = 20;
+const SLOW_FRAMES: usize = 20;
+const FIRST_FRAMES: usize = 30;
+
+/// One connection's profile (names as in `timeline.Profile`).
+#[derive(Debug, Clone, Default)]
+pub struct TimeProfile {
+    pub stream: u32,
+    pub transactions: u64,
+    pub answered: u64,
+    pub span_ns: i64,
+    /// transfer, server, network (ns); idle is the rest of the span.
+    pub ns: [i64; 3],
+    /// The same over data requests (READ/WRITE...) only.
+    pub data_ns: [i64; 3],
+    pub client_rtt_ms: f64,
+    pub server_rtt_ms: f64,
+    pub rtt_source: &'static str,
+    pub processing_median_ms: f64,
+    pub processing_p90_ms: f64,
+    /// Processing time (ms) by operation (all) and by file (the top ones).
+    pub by_op: Vec<(String, f64)>,
+    pub by_file: Vec<(String, f64)>,
+    pub data_bytes: u64,
+    pub io_bytes: u64,
+    pub io_requests: u64,
+    pub metadata_requests: u64,
+    pub metadata_only_ns: i64,
+    pub outstanding_ns: i64,
+    pub max_outstanding: u32,
+    pub at_max_fraction: f64,
+    pub mean_outstanding_busy: f64,
+    pub slow_frames: Vec<u64>,
+    pub protocols: Vec<&'static str>,
+    /// Median response time (ms) of the answered storage requests (the upper
+    /// middle value for an even count), and the first requests' frames.
+    pub response_median_ms: f64,
+    pub first_frames: Vec<u64>,
+}
+
+/// Total length of the union of [start, end) intervals.
+pub fn union_ns(intervals: &mut [(i64, i64)]) -> i64 {
+    intervals.sort_unstable();
+    let mut total = 0i64;
+    let mut cur: Option<(i64, i64)> = None;
+    for &(s, e) in intervals.iter().filter(|(s, e)| e > s) {
+        match cur {
+            Some((cs, ce)) if s <= ce => cur = Some((cs, ce.max(e))),
+            Some((cs, ce)) => {
+                total += ce - cs;
+                cur = Some((s, e));
+            }
+            None => cur = Some((s, e)),
+        }
+    }
+    if let Some((cs, ce)) = cur {
+        total += ce - cs;
+    }
+    total
+}
+
+/// Nanoseconds per state for (start, end, state) intervals; at any instant
+/// the lowest state present wins.
+pub fn partition(intervals: &[(i64, i64, u8)]) -> [i64; 3] {
+    let mut points: Vec<(i64, i8, u8)> = Vec::with_capacity(intervals.len() * 2);
+    for &(s, e, st) in intervals {
+        if e > s {
+            points.push((s, 1, st));
+            points.push((e, -1, st));
+        }
+    }
+    points.sort_unstable();
+    let mut counts = [0i64; 3];
+    let mut totals = [0i64; 3];
+    let mut last: Option<i64> = None;
+    for (t, delta, st) in points {
+        if let Some(l) = last {
+            if t > l {
+                if let Some(i) = counts.iter().position(|&c| c > 0) {
+                    totals[i] += t - l;
+                }
+            }
+        }
+        counts[st as usize] += i64::from(delta);
+        last = Some(t);
+    }
+    totals
+}
+
+fn ms(ns: i64) -> f64 {
+    ns as f64 / 1e6
+}
+
+/// Smallest of the values that are present and not negative.
+fn smallest(values: &[Option<f64>]) -> Option<f64> {
+    values
+        .iter()
+        .flatten()
+        .copied()
+        .filter(|v| *v >= 0.0)
+        .reduce(f64::min)
+}
+
+/// Median as Python's `statistics.median` (mean of the middle two).
+fn median(sorted: &[f64]) -> f64 {
+    match sorted.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => sorted[n / 2],
+        n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
+    }
+}
+
+/// Fastest server response (ms) over a connection's requests: an upper bound
+/// of the round trip behind the capture point. None under 3 samples.
+fn srt_floor_ms(txs: &[&Transaction]) -> Option<f64> {
+    let times: Vec<f64> = txs
+        .iter()
+        .filter_map(|t| t.server_time_ns().map(ms))
+        .filter(|v| *v >= 0.0)
+        .collect();
+    if times.len() < 3 {
+        return None;
+    }
+    times.into_iter().reduce(f64::min)
+}
+
+/// Shortest time from a reply's last byte to the next request's first: a
+/// lower bound of the client-side round trip. None under 3 samples.
+fn turnaround_floor_ms(txs: &[&Transaction]) -> Option<f64> {
+    if txs.len() < 4 {
+        return None;
+    }
+    let mut starts: Vec<i64> = txs.iter().map(|t| t.request.first_ts).collect();
+    starts.sort_unstable();
+    let gaps: Vec<i64> = txs
+        .iter()
+        .filter_map(|t| t.reply.map(|r| r.last_ts))
+        .filter_map(|end| {
+            let i = starts.partition_point(|&s| s <= end);
+            starts.get(i).map(|&s| s - end)
+        })
+        .collect();
+    if gaps.len() < 3 {
+        return None;
+    }
+    gaps.into_iter().min().map(ms)
+}
+
+/// Round trips from the capture point to the client and to the server (ms)
+/// and their source, as `Context.side_rtts_ms`.
+fn side_rtts(
+    stream: u32,
+    txs: &[&Transaction],
+    tcp: &TcpAnalysis,
+    convs: &ConversationTable,
+) -> (f64, f64, &'static str) {
+    let floor = srt_floor_ms(txs);
+    let sum = tcp.summary(stream);
+    let (cli, srv) = match (convs.get(stream), sum) {
+        (Some(conv), Some(m)) => {
+            let c = conv.client_direction().0 as usize;
+            let s = 1 - c;
+            let cli = smallest(&[m.hs_client_ns.map(ms), m.dirs[s].far_min_ns.map(ms)]);
+            let srv = smallest(&[m.hs_server_ns.map(ms), m.dirs[c].far_min_ns.map(ms)]);
+            (cli, srv)
+        }
+        _ => (None, None),
+    };
+    match (cli, srv) {
+        (Some(c), Some(s)) => (
+            c,
+            smallest(&[Some(s), floor]).unwrap_or(0.0),
+            "tcp_connections",
+        ),
+        _ => (
+            turnaround_floor_ms(txs).unwrap_or(0.0),
+            floor.unwrap_or(0.0),
+            "fastest response and turnaround",
+        ),
+    }
+}
+
+/// (max outstanding, share of busy time at it, mean outstanding while busy)
+/// from the requests themselves (when the concurrency analysis has no row).
+fn outstanding_stats(txs: &[&Transaction]) -> (u32, f64, f64) {
+    let mut points: Vec<(i64, i32)> = Vec::with_capacity(txs.len() * 2);
+    for t in txs {
+        let end = t.reply.map_or(t.request.first_ts, |r| r.first_ts);
+        if end > t.request.first_ts {
+            points.push((t.request.first_ts, 1));
+            points.push((end, -1));
+        }
+    }
+    points.sort_unstable();
+    let mut level = 0i32;
+    let mut last: Option<i64> = None;
+    let mut time_at: HashMap<i32, i64> = HashMap::new();
+    for (t, d) in points {
+        if let Some(l) = last {
+            if t > l && level > 0 {
+                *time_at.entry(level).or_default() += t - l;
+            }
+        }
+        level += d;
+        last = Some(t);
+    }
+    let Some(&k) = time_at.keys().max() else {
+        return (0, 0.0, 0.0);
+    };
+    let busy: i64 = time_at.values().sum();
+    let mean = time_at
+        .iter()
+        .map(|(l, ns)| *l as f64 * *ns as f64)
+        .sum::<f64>()
+        / busy as f64;
+    (k as u32, time_at[&k] as f64 / busy as f64, mean)
+}
+
+fn profile(
+    stream: u32,
+    all: &[&Transaction],
+    tcp: &TcpAnalysis,
+    convs: &ConversationTable,
+    conc: Option<&crate::concurrency::ConnConcurrency>,
+) -> Option<TimeProfile> {
+    let storage: Vec<&Transaction> = all
+        .iter()
+        .copied()
+        .filter(|t| is_storage(t.protocol))
+        .collect();
+    let txs: Vec<&Transaction> = storage
+        .iter()
+        .copied()
+        .filter(|t| t.reply.is_some())
+        .collect();
+    if txs.is_empty() {
+        return None;
+    }
+    let (cli_rtt, srv_rtt, source) = side_rtts(stream, all, tcp, convs);
+    // Half round trips, truncated as the Python reference does.
+    let a = (cli_rtt * 1e6 / 2.0) as i64;
+    let b = (srv_rtt * 1e6 / 2.0) as i64;
+    let mut p = TimeProfile {
+        stream,
+        transactions: storage.len() as u64,
+        answered: txs.len() as u64,
+        client_rtt_ms: cli_rtt,
+        server_rtt_ms: srv_rtt,
+        rtt_source: source,
+        ..Default::default()
+    };
+    let mut intervals = Vec::with_capacity(txs.len() * 4);
+    let mut data_intervals = Vec::new();
+    let mut outstanding = Vec::with_capacity(txs.len());
+    let mut data_spans = Vec::new();
+    let mut processing = Vec::with_capacity(txs.len());
+    let mut by_op: Vec<(String, f64)> = Vec::new();
+    let mut by_file: HashMap<&str, (usize, f64)> = HashMap::new();
+    let mut slow: Vec<(f64, u64)> = Vec::with_capacity(txs.len());
+    let mut protocols: Vec<&'static str> = Vec::new();
+    for t in &txs {
+        let Some(r) = t.reply else { continue };
+        let (rq, rq_last) = (t.request.first_ts, t.request.last_ts);
+        let four = [
+            (rq, rq_last, 0u8),
+            (r.first_ts, r.last_ts, 0),
+            (rq_last + b, r.first_ts - b, 1),
+            (rq - a, r.last_ts + a, 2),
+        ];
+        intervals.extend_from_slice(&four);
+        let span = (rq - a, r.last_ts + a);
+        outstanding.push(span);
+        let proc = (ms(r.first_ts - rq_last) - srv_rtt).max(0.0);
+        processing.push(proc);
+        match by_op.iter_mut().find(|(k, _)| *k == t.op) {
+            Some(e) => e.1 += proc,
+            None => by_op.push((t.op.clone(), proc)),
+        }
+        if let Some(f) = t.file_name.as_deref().filter(|f| !f.is_empty()) {
+            let n = by_file.len();
+            by_file.entry(f).or_insert((n, 0.0)).1 += proc;
+        }
+        slow.push((proc, t.request.first_frame));
+        p.data_bytes += t.request.bytes + r.bytes;
+        if is_data_op(&t.op) {
+            data_intervals.extend_from_slice(&four);
+            p.io_requests += 1;
+            p.io_bytes += match t.count {
+                Some(c) if c > 0 => c,
+                _ => t.request.bytes + r.bytes,
+            };
+            data_spans.push(span);
+        } else {
+            p.metadata_requests += 1;
+        }
+        if !protocols.contains(&t.protocol) {
+            protocols.push(t.protocol);
+        }
+    }
+    p.ns = partition(&intervals);
+    p.data_ns = partition(&data_intervals);
+    let lo = outstanding.iter().map(|s| s.0).min().unwrap_or(0);
+    let hi = outstanding.iter().map(|s| s.1).max().unwrap_or(0);
+    p.span_ns = (hi - lo).max(1);
+    p.outstanding_ns = union_ns(&mut outstanding);
+    p.metadata_only_ns = (p.outstanding_ns - union_ns(&mut data_spans)).max(0);
+    processing.sort_unstable_by(f64::total_cmp);
+    p.processing_median_ms = median(&processing);
+    p.processing_p90_ms = processing
+        .get((0.9 * (processing.len() - 1) as f64) as usize)
+        .copied()
+        .unwrap_or(0.0);
+    let (mut k, mut at_max, mut mean_busy) = outstanding_stats(&txs);
+    if let Some(c) = conc {
+        if c.max_outstanding > 0 {
+            k = c.max_outstanding;
+        }
+        at_max = c.at_max_fraction;
+        if c.mean_outstanding_busy != 0.0 {
+            mean_busy = c.mean_outstanding_busy;
+        }
+    }
+    p.max_outstanding = k;
+    p.at_max_fraction = at_max;
+    p.mean_outstanding_busy = mean_busy;
+    // Slowest first; among equals the later frame first (as the reference).
+    slow.sort_unstable_by(|x, y| y.0.total_cmp(&x.0).then(y.1.cmp(&x.1)));
+    p.slow_frames = slow.iter().take(SLOW_FRAMES).map(|s| s.1).collect();
+    p.by_op = by_op;
+    let mut files: Vec<(usize, &str, f64)> =
+        by_file.into_iter().map(|(f, (i, v))| (i, f, v)).collect();
+    files.sort_unstable_by(|x, y| y.2.total_cmp(&x.2).then(x.0.cmp(&y.0)));
+    p.by_file = files
+        .into_iter()
+        .take(TOP_FILES)
+        .map(|(_, f, v)| (f.to_string(), v))
+        .collect();
+    protocols.sort_unstable();
+    p.protocols = protocols;
+    let mut srts: Vec<f64> = txs.iter().filter_map(|t| t.srt_ns().map(ms)).collect();
+    srts.sort_unstable_by(f64::total_cmp);
+    p.response_median_ms = srts.get(srts.len() / 2).copied().unwrap_or(0.0);
+    p.first_frames = storage
+        .iter()
+        .take(FIRST_FRAMES)
+        .map(|t| t.request.first_frame)
+        .collect();
+    Some(p)
+}
+
+/// Profiles of every TCP connection with answered NFS/SMB requests, in
+/// stream order.
+pub(crate) fn profiles(
+    log: &TransactionLog,
+    tcp: &TcpAnalysis,
+    convs: &ConversationTable,
+    conc: &ConcurrencyResult,
+) -> Vec<TimeProfile> {
+    let mut by_stream: HashMap<u32, Vec<&Transaction>> = HashMap::new();
+    for t in log.transactions.iter().filter(|t| t.transport == "tcp") {
+        by_stream.entry(t.stream).or_default().push(t);
+    }
+    // The last storage row of a stream wins, as in the rules' reading.
+    let mut conc_by_stream = HashMap::new();
+    for c in conc.conns.iter().filter(|c| is_storage(c.protocol)) {
+        conc_by_stream.insert(c.stream, c);
+    }
+    let mut streams: Vec<u32> = by_stream.keys().copied().collect();
+    streams.sort_unstable();
+    streams
+        .into_iter()
+        .filter_map(|s| {
+            let txs = by_stream.get_mut(&s)?;
+            txs.sort_by_key(|t| t.request.first_ts);
+            profile(s, txs, tcp, convs, conc_by_stream.get(&s).copied())
+        })
+        .collect()
+}
+
+fn named_list(
+    rows: &[TimeProfile],
+    pick: impl Fn(&TimeProfile) -> &[(String, f64)],
+) -> [ArrayRef; 2] {
+    let mut names = ListBuilder::new(StringBuilder::new());
+    let mut values = ListBuilder::new(Float64Builder::new());
+    for r in rows {
+        for (k, v) in pick(r) {
+            names.values().append_value(k);
+            values.values().append_value(*v);
+        }
+        names.append(true);
+        values.append(true);
+    }
+    [Arc::new(names.finish()), Arc::new(values.finish())]
+}
+
+/// The `time_profile` table (docs/transactions.md lists its columns).
+pub(crate) fn table(rows: &[TimeProfile]) -> RecordBatch {
+    let mut fields: Vec<Field> = Vec::new();
+    let mut arrays: Vec<ArrayRef> = Vec::new();
+    let mut push = |name: &str, arr: ArrayRef| {
+        let nullable = matches!(arr.data_type(), DataType::List(_));
+        fields.push(Field::new(name, arr.data_type().clone(), nullable));
+        arrays.push(arr);
+    };
+    let u64c = |f: &dyn Fn(&TimeProfile) -> u64| -> ArrayRef {
+        let mut b = UInt64Builder::with_capacity(rows.len());
+        rows.iter().for_each(|r| b.append_value(f(r)));
+        Arc::new(b.finish())
+    };
+    let i64c = |f: &dyn Fn(&TimeProfile) -> i64| -> ArrayRef {
+        let mut b = Int64Builder::with_capacity(rows.len());
+        rows.iter().for_each(|r| b.append_value(f(r)));
+        Arc::new(b.finish())
+    };
+    let f64c = |f: &dyn Fn(&TimeProfile) -> f64| -> ArrayRef {
+        let mut b = Float64Builder::with_capacity(rows.len());
+        rows.iter().for_each(|r| b.append_value(f(r)));
+        Arc::new(b.finish())
+    };
+    let mut stream = UInt32Builder::with_capacity(rows.len());
+    rows.iter().for_each(|r| stream.append_value(r.stream));
+    push("stream", Arc::new(stream.finish()));
+    push("transactions", u64c(&|r| r.transactions));
+    push("answered", u64c(&|r| r.answered));
+    push("span_ns", i64c(&|r| r.span_ns));
+    for (i, state) in ["transfer", "server", "network"].iter().enumerate() {
+        push(&format!("{state}_ns"), i64c(&|r| r.ns[i]));
+    }
+    for (i, state) in ["transfer", "server", "network"].iter().enumerate() {
+        push(&format!("data_{state}_ns"), i64c(&|r| r.data_ns[i]));
+    }
+    push("client_rtt_ms", f64c(&|r| r.client_rtt_ms));
+    push("server_rtt_ms", f64c(&|r| r.server_rtt_ms));
+    let mut src = StringBuilder::new();
+    rows.iter().for_each(|r| src.append_value(r.rtt_source));
+    push("rtt_source", Arc::new(src.finish()));
+    push("processing_median_ms", f64c(&|r| r.processing_median_ms));
+    push("processing_p90_ms", f64c(&|r| r.processing_p90_ms));
+    let [op_names, op_ms] = named_list(rows, |r| &r.by_op);
+    push("processing_ops", op_names);
+    push("processing_ops_ms", op_ms);
+    let [file_names, file_ms] = named_list(rows, |r| &r.by_file);
+    push("processing_files", file_names);
+    push("processing_files_ms", file_ms);
+    push("data_bytes", u64c(&|r| r.data_bytes));
+    push("io_bytes", u64c(&|r| r.io_bytes));
+    push("io_requests", u64c(&|r| r.io_requests));
+    push("metadata_requests", u64c(&|r| r.metadata_requests));
+    push("metadata_only_ns", i64c(&|r| r.metadata_only_ns));
+    push("outstanding_ns", i64c(&|r| r.outstanding_ns));
+    let mut maxo = UInt32Builder::with_capacity(rows.len());
+    rows.iter()
+        .for_each(|r| maxo.append_value(r.max_outstanding));
+    push("max_outstanding", Arc::new(maxo.finish()));
+    push("at_max_fraction", f64c(&|r| r.at_max_fraction));
+    push("mean_outstanding_busy", f64c(&|r| r.mean_outstanding_busy));
+    let mut slow = ListBuilder::new(UInt64Builder::new());
+    let mut protos = ListBuilder::new(StringBuilder::new());
+    for r in rows {
+        slow.values().append_slice(&r.slow_frames);
+        slow.append(true);
+        r.protocols
+            .iter()
+            .for_each(|p| protos.values().append_value(p));
+        protos.append(true);
+    }
+    push("slow_frames", Arc::new(slow.finish()));
+    push("protocols", Arc::new(protos.finish()));
+    push("response_median_ms", f64c(&|r| r.response_median_ms));
+    let mut first = ListBuilder::new(UInt64Builder::new());
+    for r in rows {
+        first.values().append_slice(&r.first_frames);
+        first.append(true);
+    }
+    push("first_frames", Arc::new(first.finish()));
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)
+        .unwrap_or_else(|e| panic!("time_profile columns match their schema: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partition_gives_each_instant_to_the_lowest_state() {
+        // transfer 0-10, server 5-20, network 0-30: 10 / 10 / 10.
+        let t = partition(&[(0, 10, 0), (5, 20, 1), (0, 30, 2)]);
+        assert_eq!(t, [10, 10, 10]);
+        // Empty and reversed intervals count for nothing.
+        assert_eq!(partition(&[(5, 5, 0), (9, 3, 1)]), [0, 0, 0]);
+    }
+
+    #[test]
+    fn union_merges_overlaps_and_skips_gaps() {
+        assert_eq!(union_ns(&mut [(0, 10), (5, 15), (20, 25), (30, 30)]), 20);
+        assert_eq!(union_ns(&mut []), 0);
+    }
+
+    #[test]
+    fn data_ops_as_the_rules_name_them() {
+        for op in [
+            "READ", "WRITE", "COMMIT", "Read", "Write", "Flush", "read", "copy",
+        ] {
+            assert!(is_data_op(op), "{op}");
+        }
+        for op in ["GETATTR", "Create", "flush", "LOOKUP"] {
+            assert!(!is_data_op(op), "{op}");
+        }
+    }
+
+    #[test]
+    fn median_as_python_statistics() {
+        assert_eq!(median(&[1.0, 2.0, 3.0, 4.0]), 2.5);
+        assert_eq!(median(&[1.0, 5.0, 9.0]), 5.0);
+        assert_eq!(median(&[]), 0.0);
+    }
+}
