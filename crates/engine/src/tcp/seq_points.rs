@@ -123,15 +123,16 @@ impl DirLog {
             }
         } else {
             let k = self.key(p.ts);
-            let at = self.ord.partition_point(|(b, _)| *b <= k);
+            // Timestamps mostly grow: the point usually joins the last bucket.
+            let at = match self.ord.last() {
+                Some((b, _)) if *b <= k => self.ord.len(),
+                _ => self.ord.partition_point(|(b, _)| *b <= k),
+            };
             self.ord.insert(at, (k, p));
             let start = self.ord[..at].partition_point(|(b, _)| *b < k);
             let end = at + 1;
             if end - start > PER_BUCKET {
-                let group: Vec<SegPoint> = self.ord[start..end].iter().map(|e| e.1).collect();
-                let keep = select(&group);
-                self.ord
-                    .splice(start..end, keep.into_iter().map(|q| (k, q)));
+                reduce_range(&mut self.ord, start, end);
             }
         }
         while self.width > 0 && self.ord.len() > budget.max(PER_BUCKET) {
@@ -153,8 +154,8 @@ impl DirLog {
             while j < old.len() && old[j].0 == k {
                 j += 1;
             }
-            let group: Vec<SegPoint> = old[i..j].iter().map(|e| e.1).collect();
-            self.ord.extend(select(&group).into_iter().map(|q| (k, q)));
+            let (idx, n) = select_idx(j - i, |x| &old[i + x].1);
+            self.ord.extend(idx[..n].iter().map(|&x| old[i + x]));
             i = j;
         }
     }
@@ -172,37 +173,83 @@ fn edge(p: &SegPoint) -> Option<i64> {
 /// first, last, lowest and highest data, lowest and highest window edge,
 /// most in flight, furthest SACK block.
 pub fn select(group: &[SegPoint]) -> Vec<SegPoint> {
-    if group.len() <= 2 {
-        return group.to_vec();
+    let (idx, n) = select_idx(group.len(), |i| &group[i]);
+    idx[..n].iter().map(|&i| group[i]).collect()
+}
+
+/// [`select`] as indices into a group of `len` points given by `at` (in
+/// frame order), without allocating: it runs for every ordinary segment.
+/// Every criterion is an extreme with a unique tie-break (the frame), so
+/// reducing a bucket in steps keeps the same points as reducing it at once.
+fn select_idx<'a>(len: usize, at: impl Fn(usize) -> &'a SegPoint) -> ([usize; PER_BUCKET], usize) {
+    let mut out = [0usize; PER_BUCKET];
+    if len <= 2 {
+        for (i, o) in out.iter_mut().enumerate().take(len) {
+            *o = i;
+        }
+        return (out, len);
     }
-    let by_frame = |a: &&SegPoint, b: &&SegPoint| a.frame.cmp(&b.frame);
-    let mut pick: Vec<&SegPoint> = Vec::with_capacity(PER_BUCKET);
-    pick.extend(group.iter().min_by(by_frame));
-    pick.extend(group.iter().max_by(by_frame));
-    let data = || group.iter().filter(|p| is_data(p));
-    pick.extend(data().min_by_key(|p| (p.seq, p.frame)));
-    pick.extend(data().max_by_key(|p| (p.seq + i64::from(p.len), u64::MAX - p.frame)));
-    let acks = || group.iter().filter_map(|p| edge(p).map(|e| (e, p)));
-    pick.extend(acks().min_by_key(|(e, p)| (*e, p.frame)).map(|x| x.1));
-    pick.extend(
-        acks()
-            .max_by_key(|(e, p)| (*e, u64::MAX - p.frame))
-            .map(|x| x.1),
-    );
-    pick.extend(
-        group
-            .iter()
-            .max_by_key(|p| (p.in_flight, u64::MAX - p.frame)),
-    );
-    pick.extend(group.iter().filter(|p| p.sack_len > 0).max_by_key(|p| {
-        (
-            p.sack[..p.sack_len as usize].iter().map(|b| b.1).max(),
-            p.frame,
-        )
-    }));
-    pick.sort_by_key(|p| p.frame);
-    pick.dedup_by_key(|p| p.frame);
-    pick.into_iter().copied().collect()
+    // Best index per criterion: smaller key wins.
+    let mut best: [Option<(usize, (i64, u64))>; PER_BUCKET] = [None; PER_BUCKET];
+    let mut offer = |slot: usize, i: usize, key: (i64, u64)| {
+        if best[slot].map_or(true, |(_, k)| key < k) {
+            best[slot] = Some((i, key));
+        }
+    };
+    for i in 0..len {
+        let p = at(i);
+        let f = p.frame;
+        offer(0, i, (0, f)); // first frame
+        offer(1, i, (0, u64::MAX - f)); // last frame
+        if is_data(p) {
+            offer(2, i, (p.seq, f));
+            offer(3, i, ((p.seq + i64::from(p.len)).saturating_neg(), f));
+        }
+        if let Some(e) = edge(p) {
+            offer(4, i, (e, f));
+            offer(5, i, (e.saturating_neg(), f));
+        }
+        if p.sack_len > 0 {
+            let reach = p.sack[..p.sack_len as usize].iter().map(|b| b.1).max();
+            // Furthest block, the later frame among equals.
+            offer(
+                7,
+                i,
+                (reach.map_or(i64::MAX, i64::saturating_neg), u64::MAX - f),
+            );
+        }
+    }
+    // Most in flight (a u64): its own scan.
+    best[6] = (0..len)
+        .max_by_key(|&i| (at(i).in_flight, u64::MAX - at(i).frame))
+        .map(|i| (i, (0, 0)));
+    let mut n = 0;
+    for (i, _) in best.iter().flatten() {
+        out[n] = *i;
+        n += 1;
+    }
+    out[..n].sort_unstable_by_key(|&i| at(i).frame);
+    // Dedup (the same point may win several criteria).
+    let mut w = 0;
+    for r in 0..n {
+        if w == 0 || at(out[w - 1]).frame != at(out[r]).frame {
+            out[w] = out[r];
+            w += 1;
+        }
+    }
+    (out, w)
+}
+
+/// Reduce the bucket `v[start..end]` in place to the points [`select`] keeps
+/// (frame order), moving what follows it down. Returns the bucket's new end.
+fn reduce_range(v: &mut Vec<(i64, SegPoint)>, start: usize, end: usize) -> usize {
+    let (idx, n) = select_idx(end - start, |i| &v[start + i].1);
+    for (w, &i) in idx[..n].iter().enumerate() {
+        // idx is increasing (group in frame order), so i >= w: no overwrite.
+        v.swap(start + w, start + i);
+    }
+    v.drain(start + n..end);
+    start + n
 }
 
 #[derive(Debug, Clone, Default)]
