@@ -47,9 +47,19 @@ pub struct Analysis {
     pub(crate) conversations: ConversationTable,
     pub(crate) tcp: TcpAnalysis,
     pub(crate) transactions: TransactionLog,
-    /// Derived from `transactions` once, on first use by any of the three
-    /// concurrency tables.
-    pub(crate) concurrency: std::sync::OnceLock<crate::concurrency::ConcurrencyResult>,
+    /// Derived from `transactions` in one reading of the log, on first use
+    /// by any table or counter that needs it.
+    pub(crate) digest: std::sync::OnceLock<Digest>,
+}
+
+/// Everything derived from the transactions that is not the transactions
+/// themselves: one reading of the (compressed) log feeds them all.
+pub(crate) struct Digest {
+    srt: RecordBatch,
+    concurrency: crate::concurrency::ConcurrencyResult,
+    profiles: Vec<crate::time_profile::TimeProfile>,
+    failed: Vec<crate::transactions::Transaction>,
+    unanswered: u64,
 }
 
 impl Analysis {
@@ -103,43 +113,67 @@ impl Analysis {
                 &self.tcp,
                 &self.conversations,
             )),
-            "concurrency" => Some(crate::concurrency::summary_table(self.concurrency())),
-            "outstanding_at_arrival" => Some(crate::concurrency::arrival_table(self.concurrency())),
-            "outstanding_series" => Some(crate::concurrency::series_table(self.concurrency())),
+            "concurrency" => Some(crate::concurrency::summary_table(
+                &self.digest().concurrency,
+            )),
+            "outstanding_at_arrival" => Some(crate::concurrency::arrival_table(
+                &self.digest().concurrency,
+            )),
+            "outstanding_series" => {
+                Some(crate::concurrency::series_table(&self.digest().concurrency))
+            }
             "orphan_replies" => Some(crate::orphan_table::orphan_replies(&self.transactions)),
-            "srt" => Some(crate::srt_table::srt(
-                &self.transactions,
-                &self.conversations,
-            )),
+            "srt" => Some(self.digest().srt.clone()),
             "transactions" => Some(crate::transaction_table::transactions(
-                &self.transactions,
+                self.transactions.transactions.iter(),
+                self.transactions.transactions.len(),
                 &self.conversations,
-                false,
             )),
-            "failed_transactions" => Some(crate::transaction_table::transactions(
-                &self.transactions,
-                &self.conversations,
-                true,
-            )),
+            "failed_transactions" => {
+                let failed = &self.digest().failed;
+                Some(crate::transaction_table::transactions(
+                    failed.iter().cloned(),
+                    failed.len(),
+                    &self.conversations,
+                ))
+            }
             "tcp_events" => Some(tables::tcp_events(&self.tcp, &self.conversations)),
-            "time_profile" => Some(crate::time_profile::table(&self.time_profiles())),
+            "time_profile" => Some(crate::time_profile::table(&self.digest().profiles)),
             _ => None,
         }
     }
 
     /// Where each connection's time goes (see `time_profile`).
-    pub fn time_profiles(&self) -> Vec<crate::time_profile::TimeProfile> {
-        crate::time_profile::profiles(
-            &self.transactions,
-            &self.tcp,
-            &self.conversations,
-            self.concurrency(),
-        )
+    pub fn time_profiles(&self) -> &[crate::time_profile::TimeProfile] {
+        &self.digest().profiles
     }
 
-    fn concurrency(&self) -> &crate::concurrency::ConcurrencyResult {
-        self.concurrency
-            .get_or_init(|| crate::concurrency::analyze(&self.transactions, None))
+    fn digest(&self) -> &Digest {
+        self.digest.get_or_init(|| {
+            let store = &self.transactions.transactions;
+            let mut srt = crate::srt_table::SrtBuilder::default();
+            let mut facts = crate::tx_facts::Facts::with_capacity(store.len());
+            let mut failed = Vec::new();
+            let mut unanswered = 0;
+            for t in store.iter() {
+                srt.add(&t, &self.conversations);
+                facts.add(&t);
+                unanswered += u64::from(t.reply.is_none());
+                if crate::transaction_table::failed(&t) {
+                    failed.push(t);
+                }
+            }
+            let concurrency = crate::concurrency::analyze_facts(&facts, None);
+            let profiles =
+                crate::time_profile::profiles(&facts, &self.tcp, &self.conversations, &concurrency);
+            Digest {
+                srt: srt.finish(),
+                concurrency,
+                profiles,
+                failed,
+                unanswered,
+            }
+        })
     }
 
     /// Counters of the application-layer parsers: requests without a
@@ -147,7 +181,7 @@ impl Analysis {
     /// SMB messages that could not be analysed (encrypted, compressed, SMB1).
     pub fn app_stats(&self) -> Vec<(&'static str, u64)> {
         let t = &self.transactions;
-        let unanswered = t.transactions.iter().filter(|x| x.reply.is_none()).count() as u64;
+        let unanswered = self.digest().unanswered;
         vec![
             ("transactions", t.transactions.len() as u64),
             ("unanswered_requests", unanswered),

@@ -18,7 +18,9 @@ use arrow_array::builder::{
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
 
+#[cfg(test)]
 use crate::transactions::{Transaction, TransactionLog};
+use crate::tx_facts::{Facts, TxFacts};
 
 /// Series interval from a duration: about 500 bins, clamped to [1 ms, 10 s].
 pub fn default_interval_ns(duration_ns: i64) -> i64 {
@@ -80,21 +82,35 @@ pub(crate) struct ConcurrencyResult {
     pub interval_ns: i64,
 }
 
-fn bytes_moved(t: &Transaction) -> u64 {
-    t.reply_count.or(t.count).unwrap_or(0)
+fn bytes_moved(t: &TxFacts) -> u64 {
+    t.reply_count().or(t.count()).unwrap_or(0)
 }
 
+/// The concurrency analysis of a log (tests; the engine feeds
+/// [`analyze_facts`] from its one reading of the log).
+#[cfg(test)]
 pub(crate) fn analyze(log: &TransactionLog, interval_ns: Option<i64>) -> ConcurrencyResult {
-    let mut by_stream: BTreeMap<(u32, &'static str), Vec<&Transaction>> = BTreeMap::new();
-    for t in &log.transactions {
-        if t.transport == "tcp" {
-            by_stream.entry((t.stream, t.protocol)).or_default().push(t);
+    let mut facts = Facts::default();
+    for t in log.transactions.iter() {
+        facts.add(&t);
+    }
+    analyze_facts(&facts, interval_ns)
+}
+
+pub(crate) fn analyze_facts(facts: &Facts, interval_ns: Option<i64>) -> ConcurrencyResult {
+    let mut by_stream: BTreeMap<(u32, &'static str), Vec<&TxFacts>> = BTreeMap::new();
+    for t in &facts.txs {
+        if t.tcp() {
+            by_stream
+                .entry((t.stream, facts.names.protocol(t)))
+                .or_default()
+                .push(t);
         }
     }
     let (mut lo, mut hi) = (i64::MAX, i64::MIN);
-    for t in &log.transactions {
-        lo = lo.min(t.request.first_ts);
-        hi = hi.max(t.reply.map_or(t.request.last_ts, |r| r.last_ts));
+    for t in &facts.txs {
+        lo = lo.min(t.req_first_ts);
+        hi = hi.max(t.reply().map_or(t.req_last_ts, |r| r.last_ts));
     }
     let interval = interval_ns.unwrap_or_else(|| default_interval_ns(hi.saturating_sub(lo).max(0)));
     let mut conns = Vec::new();
@@ -102,7 +118,7 @@ pub(crate) fn analyze(log: &TransactionLog, interval_ns: Option<i64>) -> Concurr
     for ((stream, protocol), txs) in by_stream {
         let end = txs
             .iter()
-            .map(|t| t.reply.map_or(t.request.last_ts, |r| r.last_ts))
+            .map(|t| t.reply().map_or(t.req_last_ts, |r| r.last_ts))
             .max()
             .unwrap_or(0);
         let mut events: Vec<Event> = Vec::with_capacity(txs.len() * 2);
@@ -117,40 +133,40 @@ pub(crate) fn analyze(log: &TransactionLog, interval_ns: Option<i64>) -> Concurr
         let (mut req_bytes, mut srt_sum, mut srt_n, mut moved) = (0u64, 0i64, 0u64, 0u64);
         for t in &txs {
             let charge = if smb {
-                i64::from(t.credit_charge.unwrap_or(1).max(1))
+                i64::from(t.credit_charge().unwrap_or(1).max(1))
             } else {
                 0
             };
             events.push(Event {
-                ts: t.request.first_ts,
+                ts: t.req_first_ts,
                 delta: 1,
                 charge,
                 grant: 0,
             });
-            let done = t.reply.map_or(end, |r| r.last_ts);
+            let done = t.reply().map_or(end, |r| r.last_ts);
             events.push(Event {
                 ts: done,
                 delta: -1,
                 charge: 0,
                 grant: if smb {
-                    i64::from(t.credit_grant.unwrap_or(0))
+                    i64::from(t.credit_grant().unwrap_or(0))
                 } else {
                     0
                 },
             });
-            req_bytes += t.count.unwrap_or(0);
+            req_bytes += t.count().unwrap_or(0);
             moved += bytes_moved(t);
             if let Some(s) = t.srt_ns() {
                 srt_sum += s;
                 srt_n += 1;
             }
-            if let Some(s) = t.slot {
+            if let Some(s) = t.slot() {
                 c.max_slot = Some(c.max_slot.map_or(s, |m| m.max(s)));
             }
-            if let Some(s) = t.highest_slot {
+            if let Some(s) = t.highest_slot() {
                 c.max_highest_slot = Some(c.max_highest_slot.map_or(s, |m| m.max(s)));
             }
-            if let Some(s) = t.target_highest_slot {
+            if let Some(s) = t.target_highest_slot() {
                 c.min_target_highest_slot = Some(c.min_target_highest_slot.map_or(s, |m| m.min(s)));
             }
         }
@@ -160,7 +176,7 @@ pub(crate) fn analyze(log: &TransactionLog, interval_ns: Option<i64>) -> Concurr
         // smallest balance that never goes negative.
         let mut bal: i64 = 0;
         if smb {
-            let saw_negotiate = txs.iter().any(|t| t.id == 0);
+            let saw_negotiate = txs.iter().any(|t| t.negotiate());
             let (mut b, mut lowest) = (0i64, 0i64);
             for e in &events {
                 b += e.grant - e.charge;

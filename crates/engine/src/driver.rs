@@ -195,6 +195,6 @@ pub fn analyze(paths: &[String], mut opts: AnalyzeOptions<'_>) -> Result<Analysi
         conversations: convs,
         tcp,
         transactions: app.log,
-        concurrency: std::sync::OnceLock::new(),
+        digest: std::sync::OnceLock::new(),
     })
 }

@@ -19,6 +19,8 @@ pub mod tcp;
 pub mod time_profile;
 mod transaction_table;
 pub mod transactions;
+mod tx_facts;
+pub mod tx_store;
 
 pub use analysis::{Analysis, CaptureSummary, ProtocolCount};
 pub use driver::{analyze, AnalyzeOptions, Progress};

@@ -4,7 +4,7 @@
 //! version and operation — and the same broken down by client, by server, by
 //! file or share, and (for failed requests) by error status.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use arrow_array::builder::{
@@ -14,7 +14,7 @@ use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
 
 use crate::conversations::ConversationTable;
-use crate::transactions::{Transaction, TransactionLog};
+use crate::transactions::Transaction;
 
 /// Histogram buckets: bucket 0 holds SRT < 1 µs, bucket i (i ≥ 1) holds
 /// [2^(i-1), 2^i) µs; the last bucket is open-ended (≥ ~67 s).
@@ -77,142 +77,194 @@ fn endpoint(t: &Transaction, convs: &ConversationTable, client: bool) -> String 
     }
 }
 
-pub(crate) fn srt(log: &TransactionLog, convs: &ConversationTable) -> RecordBatch {
-    let mut groups: BTreeMap<Key, Group> = BTreeMap::new();
-    for t in &log.transactions {
+/// Breakdowns, in the order of the `breakdown` column's values.
+const BREAKDOWNS: [&str; 5] = ["op", "client", "server", "file", "status"];
+
+/// A group while the log is read: breakdown, protocol, version, operation
+/// (numbered), code, key (numbered). Small and `Copy`, so the per-request
+/// lookups allocate nothing; names are resolved once, at the end.
+type GroupId = (u8, &'static str, u32, u32, u32, u32);
+
+/// The `srt` table, one transaction at a time.
+#[derive(Default)]
+pub(crate) struct SrtBuilder {
+    groups: HashMap<GroupId, Group>,
+    strings: Vec<String>,
+    ids: HashMap<String, u32>,
+    /// TCP stream -> (client, server) endpoint names (numbered).
+    endpoints: HashMap<u32, (u32, u32)>,
+}
+
+impl SrtBuilder {
+    fn id(&mut self, s: &str) -> u32 {
+        if let Some(&i) = self.ids.get(s) {
+            return i;
+        }
+        let i = self.strings.len() as u32;
+        self.strings.push(s.to_string());
+        self.ids.insert(s.to_string(), i);
+        i
+    }
+
+    pub(crate) fn add(&mut self, t: &Transaction, convs: &ConversationTable) {
+        let failed = crate::transaction_table::failed(t);
         // Errors by status: the reply's status name (or the RPC-level
         // failure), for requests that did not succeed.
-        let error_status = if crate::transaction_table::failed(t) {
-            t.rpc_status
-                .clone()
-                .or_else(|| t.status_name.clone())
+        let status = if failed {
+            let name = t
+                .rpc_status
+                .as_deref()
+                .or(t.status_name.as_deref())
+                .map(str::to_string)
                 .or_else(|| t.status.map(|s| format!("0x{s:08x}")))
-                .unwrap_or_default()
+                .unwrap_or_default();
+            self.id(&name)
         } else {
-            String::new()
+            self.id("")
         };
-        let keys: [(&'static str, String); 5] = [
-            ("op", String::new()),
-            ("client", endpoint(t, convs, true)),
-            ("server", endpoint(t, convs, false)),
-            (
-                "file",
-                t.file_name
-                    .clone()
-                    .or_else(|| t.share.clone())
-                    .unwrap_or_default(),
-            ),
-            ("status", error_status.clone()),
-        ];
-        for (by, key) in keys {
-            if (by == "file" || by == "status") && key.is_empty() {
+        let (client, server) = match (t.transport, self.endpoints.get(&t.stream)) {
+            ("tcp", Some(&e)) => e,
+            _ => {
+                let e = (
+                    self.id(&endpoint(t, convs, true)),
+                    self.id(&endpoint(t, convs, false)),
+                );
+                if t.transport == "tcp" {
+                    self.endpoints.insert(t.stream, e);
+                }
+                e
+            }
+        };
+        let file = self.id(t.file_name.as_deref().or(t.share.as_deref()).unwrap_or(""));
+        let empty = self.id("");
+        let op = self.id(&t.op);
+        let keys = [empty, client, server, file, status];
+        for (by, key) in keys.into_iter().enumerate() {
+            if by >= 3 && key == empty {
                 continue;
             }
-            let g = groups
-                .entry((by, t.protocol, t.version, t.op.clone(), t.op_code, key))
+            let g = self
+                .groups
+                .entry((by as u8, t.protocol, t.version, op, t.op_code, key))
                 .or_default();
             g.calls += 1;
             match t.srt_ns() {
                 Some(s) => g.srt.push(s),
                 None => g.unanswered += 1,
             }
-            if crate::transaction_table::failed(t) {
+            if failed {
                 g.errors += 1;
             }
         }
     }
-    let n = groups.len();
-    let mut by = StringBuilder::with_capacity(n, n * 6);
-    let mut key = StringBuilder::with_capacity(n, n * 16);
-    let mut proto = StringBuilder::with_capacity(n, n * 4);
-    let mut version = UInt32Builder::with_capacity(n);
-    let mut op = StringBuilder::with_capacity(n, n * 8);
-    let mut code = UInt32Builder::with_capacity(n);
-    let mut calls = UInt64Builder::with_capacity(n);
-    let mut answered = UInt64Builder::with_capacity(n);
-    let mut unanswered = UInt64Builder::with_capacity(n);
-    let mut errors = UInt64Builder::with_capacity(n);
-    let mut f64s: Vec<Float64Builder> = (0..9).map(|_| Float64Builder::with_capacity(n)).collect();
-    let mut hist = ListBuilder::new(UInt64Builder::new());
-    for ((b, p, v, o, c, k), mut g) in groups {
-        by.append_value(b);
-        key.append_value(k);
-        proto.append_value(p);
-        version.append_value(v);
-        op.append_value(o);
-        code.append_value(c);
-        calls.append_value(g.calls);
-        answered.append_value(g.srt.len() as u64);
-        unanswered.append_value(g.unanswered);
-        errors.append_value(g.errors);
-        g.srt.sort_unstable();
-        let ms = |x: f64| x / 1e6;
-        let vals: [Option<f64>; 9] = if g.srt.is_empty() {
-            [None; 9]
-        } else {
-            let sum: i128 = g.srt.iter().map(|x| *x as i128).sum();
-            [
-                Some(ms(g.srt[0] as f64)),
-                Some(ms(g.srt[g.srt.len() - 1] as f64)),
-                Some(ms(sum as f64 / g.srt.len() as f64)),
-                Some(ms(sum as f64)),
-                Some(ms(percentile(&g.srt, 50.0))),
-                Some(ms(percentile(&g.srt, 90.0))),
-                Some(ms(percentile(&g.srt, 99.0))),
-                Some(ms(percentile(&g.srt, 99.9))),
-                Some(ms(percentile(&g.srt, 95.0))),
-            ]
-        };
-        for (b, v) in f64s.iter_mut().zip(vals) {
-            b.append_option(v);
+
+    pub(crate) fn finish(self) -> RecordBatch {
+        let name = |i: u32| self.strings.get(i as usize).cloned().unwrap_or_default();
+        let groups: BTreeMap<Key, Group> = self
+            .groups
+            .into_iter()
+            .map(|((by, p, v, op, code, key), g)| {
+                (
+                    (BREAKDOWNS[usize::from(by)], p, v, name(op), code, name(key)),
+                    g,
+                )
+            })
+            .collect();
+        let n = groups.len();
+        let mut by = StringBuilder::with_capacity(n, n * 6);
+        let mut key = StringBuilder::with_capacity(n, n * 16);
+        let mut proto = StringBuilder::with_capacity(n, n * 4);
+        let mut version = UInt32Builder::with_capacity(n);
+        let mut op = StringBuilder::with_capacity(n, n * 8);
+        let mut code = UInt32Builder::with_capacity(n);
+        let mut calls = UInt64Builder::with_capacity(n);
+        let mut answered = UInt64Builder::with_capacity(n);
+        let mut unanswered = UInt64Builder::with_capacity(n);
+        let mut errors = UInt64Builder::with_capacity(n);
+        let mut f64s: Vec<Float64Builder> =
+            (0..9).map(|_| Float64Builder::with_capacity(n)).collect();
+        let mut hist = ListBuilder::new(UInt64Builder::new());
+        for ((b, p, v, o, c, k), mut g) in groups {
+            by.append_value(b);
+            key.append_value(k);
+            proto.append_value(p);
+            version.append_value(v);
+            op.append_value(o);
+            code.append_value(c);
+            calls.append_value(g.calls);
+            answered.append_value(g.srt.len() as u64);
+            unanswered.append_value(g.unanswered);
+            errors.append_value(g.errors);
+            g.srt.sort_unstable();
+            let ms = |x: f64| x / 1e6;
+            let vals: [Option<f64>; 9] = if g.srt.is_empty() {
+                [None; 9]
+            } else {
+                let sum: i128 = g.srt.iter().map(|x| *x as i128).sum();
+                [
+                    Some(ms(g.srt[0] as f64)),
+                    Some(ms(g.srt[g.srt.len() - 1] as f64)),
+                    Some(ms(sum as f64 / g.srt.len() as f64)),
+                    Some(ms(sum as f64)),
+                    Some(ms(percentile(&g.srt, 50.0))),
+                    Some(ms(percentile(&g.srt, 90.0))),
+                    Some(ms(percentile(&g.srt, 99.0))),
+                    Some(ms(percentile(&g.srt, 99.9))),
+                    Some(ms(percentile(&g.srt, 95.0))),
+                ]
+            };
+            for (b, v) in f64s.iter_mut().zip(vals) {
+                b.append_option(v);
+            }
+            let mut h = [0u64; HIST_BUCKETS];
+            for s in &g.srt {
+                h[bucket(*s)] += 1;
+            }
+            hist.values().append_slice(&h);
+            hist.append(true);
         }
-        let mut h = [0u64; HIST_BUCKETS];
-        for s in &g.srt {
-            h[bucket(*s)] += 1;
+        let mut fields = vec![
+            Field::new("breakdown", DataType::Utf8, false),
+            Field::new("key", DataType::Utf8, false),
+            Field::new("protocol", DataType::Utf8, false),
+            Field::new("version", DataType::UInt32, false),
+            Field::new("op", DataType::Utf8, false),
+            Field::new("code", DataType::UInt32, false),
+            Field::new("calls", DataType::UInt64, false),
+            Field::new("answered", DataType::UInt64, false),
+            Field::new("unanswered", DataType::UInt64, false),
+            Field::new("errors", DataType::UInt64, false),
+        ];
+        let mut cols: Vec<ArrayRef> = vec![
+            Arc::new(by.finish()),
+            Arc::new(key.finish()),
+            Arc::new(proto.finish()),
+            Arc::new(version.finish()),
+            Arc::new(op.finish()),
+            Arc::new(code.finish()),
+            Arc::new(calls.finish()),
+            Arc::new(answered.finish()),
+            Arc::new(unanswered.finish()),
+            Arc::new(errors.finish()),
+        ];
+        let names = [
+            "min_ms", "max_ms", "avg_ms", "sum_ms", "p50_ms", "p90_ms", "p99_ms", "p99_9_ms",
+            "p95_ms",
+        ];
+        for (name, mut b) in names.iter().zip(f64s) {
+            fields.push(Field::new(*name, DataType::Float64, true));
+            cols.push(Arc::new(b.finish()));
         }
-        hist.values().append_slice(&h);
-        hist.append(true);
+        let h = hist.finish();
+        fields.push(Field::new(
+            "histogram_log2_us",
+            h.data_type().clone(),
+            false,
+        ));
+        cols.push(Arc::new(h));
+        RecordBatch::try_new(Arc::new(Schema::new(fields)), cols)
+            .expect("srt columns match their schema")
     }
-    let mut fields = vec![
-        Field::new("breakdown", DataType::Utf8, false),
-        Field::new("key", DataType::Utf8, false),
-        Field::new("protocol", DataType::Utf8, false),
-        Field::new("version", DataType::UInt32, false),
-        Field::new("op", DataType::Utf8, false),
-        Field::new("code", DataType::UInt32, false),
-        Field::new("calls", DataType::UInt64, false),
-        Field::new("answered", DataType::UInt64, false),
-        Field::new("unanswered", DataType::UInt64, false),
-        Field::new("errors", DataType::UInt64, false),
-    ];
-    let mut cols: Vec<ArrayRef> = vec![
-        Arc::new(by.finish()),
-        Arc::new(key.finish()),
-        Arc::new(proto.finish()),
-        Arc::new(version.finish()),
-        Arc::new(op.finish()),
-        Arc::new(code.finish()),
-        Arc::new(calls.finish()),
-        Arc::new(answered.finish()),
-        Arc::new(unanswered.finish()),
-        Arc::new(errors.finish()),
-    ];
-    let names = [
-        "min_ms", "max_ms", "avg_ms", "sum_ms", "p50_ms", "p90_ms", "p99_ms", "p99_9_ms", "p95_ms",
-    ];
-    for (name, mut b) in names.iter().zip(f64s) {
-        fields.push(Field::new(*name, DataType::Float64, true));
-        cols.push(Arc::new(b.finish()));
-    }
-    let h = hist.finish();
-    fields.push(Field::new(
-        "histogram_log2_us",
-        h.data_type().clone(),
-        false,
-    ));
-    cols.push(Arc::new(h));
-    RecordBatch::try_new(Arc::new(Schema::new(fields)), cols)
-        .expect("srt columns match their schema")
 }
 
 #[cfg(test)]

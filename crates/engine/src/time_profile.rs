@@ -28,7 +28,7 @@ use arrow_schema::{DataType, Field, Schema};
 use crate::concurrency::ConcurrencyResult;
 use crate::conversations::ConversationTable;
 use crate::tcp::TcpAnalysis;
-use crate::transactions::{Transaction, TransactionLog};
+use crate::tx_facts::{Facts, Names, TxFacts};
 
 /// Protocols whose transactions the latency rules judge (not portmap, mount...).
 fn is_storage(protocol: &str) -> bool {
@@ -166,7 +166,7 @@ fn median(sorted: &[f64]) -> f64 {
 
 /// Fastest server response (ms) over a connection's requests: an upper bound
 /// of the round trip behind the capture point. None under 3 samples.
-fn srt_floor_ms(txs: &[&Transaction]) -> Option<f64> {
+fn srt_floor_ms(txs: &[&TxFacts]) -> Option<f64> {
     let times: Vec<f64> = txs
         .iter()
         .filter_map(|t| t.server_time_ns().map(ms))
@@ -180,15 +180,15 @@ fn srt_floor_ms(txs: &[&Transaction]) -> Option<f64> {
 
 /// Shortest time from a reply's last byte to the next request's first: a
 /// lower bound of the client-side round trip. None under 3 samples.
-fn turnaround_floor_ms(txs: &[&Transaction]) -> Option<f64> {
+fn turnaround_floor_ms(txs: &[&TxFacts]) -> Option<f64> {
     if txs.len() < 4 {
         return None;
     }
-    let mut starts: Vec<i64> = txs.iter().map(|t| t.request.first_ts).collect();
+    let mut starts: Vec<i64> = txs.iter().map(|t| t.req_first_ts).collect();
     starts.sort_unstable();
     let gaps: Vec<i64> = txs
         .iter()
-        .filter_map(|t| t.reply.map(|r| r.last_ts))
+        .filter_map(|t| t.reply().map(|r| r.last_ts))
         .filter_map(|end| {
             let i = starts.partition_point(|&s| s <= end);
             starts.get(i).map(|&s| s - end)
@@ -204,7 +204,7 @@ fn turnaround_floor_ms(txs: &[&Transaction]) -> Option<f64> {
 /// and their source, as `Context.side_rtts_ms`.
 fn side_rtts(
     stream: u32,
-    txs: &[&Transaction],
+    txs: &[&TxFacts],
     tcp: &TcpAnalysis,
     convs: &ConversationTable,
 ) -> (f64, f64, &'static str) {
@@ -236,12 +236,12 @@ fn side_rtts(
 
 /// (max outstanding, share of busy time at it, mean outstanding while busy)
 /// from the requests themselves (when the concurrency analysis has no row).
-fn outstanding_stats(txs: &[&Transaction]) -> (u32, f64, f64) {
+fn outstanding_stats(txs: &[&TxFacts]) -> (u32, f64, f64) {
     let mut points: Vec<(i64, i32)> = Vec::with_capacity(txs.len() * 2);
     for t in txs {
-        let end = t.reply.map_or(t.request.first_ts, |r| r.first_ts);
-        if end > t.request.first_ts {
-            points.push((t.request.first_ts, 1));
+        let end = t.reply().map_or(t.req_first_ts, |r| r.first_ts);
+        if end > t.req_first_ts {
+            points.push((t.req_first_ts, 1));
             points.push((end, -1));
         }
     }
@@ -272,20 +272,21 @@ fn outstanding_stats(txs: &[&Transaction]) -> (u32, f64, f64) {
 
 fn profile(
     stream: u32,
-    all: &[&Transaction],
+    all: &[&TxFacts],
+    names: &Names,
     tcp: &TcpAnalysis,
     convs: &ConversationTable,
     conc: Option<&crate::concurrency::ConnConcurrency>,
 ) -> Option<TimeProfile> {
-    let storage: Vec<&Transaction> = all
+    let storage: Vec<&TxFacts> = all
         .iter()
         .copied()
-        .filter(|t| is_storage(t.protocol))
+        .filter(|t| is_storage(names.protocol(t)))
         .collect();
-    let txs: Vec<&Transaction> = storage
+    let txs: Vec<&TxFacts> = storage
         .iter()
         .copied()
-        .filter(|t| t.reply.is_some())
+        .filter(|t| t.reply().is_some())
         .collect();
     if txs.is_empty() {
         return None;
@@ -308,13 +309,13 @@ fn profile(
     let mut outstanding = Vec::with_capacity(txs.len());
     let mut data_spans = Vec::new();
     let mut processing = Vec::with_capacity(txs.len());
-    let mut by_op: Vec<(String, f64)> = Vec::new();
-    let mut by_file: HashMap<&str, (usize, f64)> = HashMap::new();
+    let mut by_op: Vec<(u32, f64)> = Vec::new();
+    let mut by_file: HashMap<u32, (usize, f64)> = HashMap::new();
     let mut slow: Vec<(f64, u64)> = Vec::with_capacity(txs.len());
     let mut protocols: Vec<&'static str> = Vec::new();
     for t in &txs {
-        let Some(r) = t.reply else { continue };
-        let (rq, rq_last) = (t.request.first_ts, t.request.last_ts);
+        let Some(r) = t.reply() else { continue };
+        let (rq, rq_last) = (t.req_first_ts, t.req_last_ts);
         let four = [
             (rq, rq_last, 0u8),
             (r.first_ts, r.last_ts, 0),
@@ -328,27 +329,29 @@ fn profile(
         processing.push(proc);
         match by_op.iter_mut().find(|(k, _)| *k == t.op) {
             Some(e) => e.1 += proc,
-            None => by_op.push((t.op.clone(), proc)),
+            None => by_op.push((t.op, proc)),
         }
-        if let Some(f) = t.file_name.as_deref().filter(|f| !f.is_empty()) {
+        if let Some(f) = t.file() {
             let n = by_file.len();
             by_file.entry(f).or_insert((n, 0.0)).1 += proc;
         }
-        slow.push((proc, t.request.first_frame));
-        p.data_bytes += t.request.bytes + r.bytes;
-        if is_data_op(&t.op) {
+        slow.push((proc, t.req_first_frame));
+        let reply_bytes = t.reply_bytes().unwrap_or(0);
+        p.data_bytes += t.req_bytes + reply_bytes;
+        if names.is_data_op(t) {
             data_intervals.extend_from_slice(&four);
             p.io_requests += 1;
-            p.io_bytes += match t.count {
+            p.io_bytes += match t.count() {
                 Some(c) if c > 0 => c,
-                _ => t.request.bytes + r.bytes,
+                _ => t.req_bytes + reply_bytes,
             };
             data_spans.push(span);
         } else {
             p.metadata_requests += 1;
         }
-        if !protocols.contains(&t.protocol) {
-            protocols.push(t.protocol);
+        let protocol = names.protocol(t);
+        if !protocols.contains(&protocol) {
+            protocols.push(protocol);
         }
     }
     p.ns = partition(&intervals);
@@ -380,14 +383,25 @@ fn profile(
     // Slowest first; among equals the later frame first (as the reference).
     slow.sort_unstable_by(|x, y| y.0.total_cmp(&x.0).then(y.1.cmp(&x.1)));
     p.slow_frames = slow.iter().take(SLOW_FRAMES).map(|s| s.1).collect();
-    p.by_op = by_op;
-    let mut files: Vec<(usize, &str, f64)> =
+    p.by_op = by_op
+        .into_iter()
+        .map(|(op, v)| {
+            (
+                names
+                    .ops
+                    .get(op as usize)
+                    .map_or_else(String::new, |o| o.0.clone()),
+                v,
+            )
+        })
+        .collect();
+    let mut files: Vec<(usize, u32, f64)> =
         by_file.into_iter().map(|(f, (i, v))| (i, f, v)).collect();
     files.sort_unstable_by(|x, y| y.2.total_cmp(&x.2).then(x.0.cmp(&y.0)));
     p.by_file = files
         .into_iter()
         .take(TOP_FILES)
-        .map(|(_, f, v)| (f.to_string(), v))
+        .map(|(_, f, v)| (names.files.get(f as usize).cloned().unwrap_or_default(), v))
         .collect();
     protocols.sort_unstable();
     p.protocols = protocols;
@@ -397,7 +411,7 @@ fn profile(
     p.first_frames = storage
         .iter()
         .take(FIRST_FRAMES)
-        .map(|t| t.request.first_frame)
+        .map(|t| t.req_first_frame)
         .collect();
     Some(p)
 }
@@ -405,13 +419,13 @@ fn profile(
 /// Profiles of every TCP connection with answered NFS/SMB requests, in
 /// stream order.
 pub(crate) fn profiles(
-    log: &TransactionLog,
+    facts: &Facts,
     tcp: &TcpAnalysis,
     convs: &ConversationTable,
     conc: &ConcurrencyResult,
 ) -> Vec<TimeProfile> {
-    let mut by_stream: HashMap<u32, Vec<&Transaction>> = HashMap::new();
-    for t in log.transactions.iter().filter(|t| t.transport == "tcp") {
+    let mut by_stream: HashMap<u32, Vec<&TxFacts>> = HashMap::new();
+    for t in facts.txs.iter().filter(|t| t.tcp()) {
         by_stream.entry(t.stream).or_default().push(t);
     }
     // The last storage row of a stream wins, as in the rules' reading.
@@ -425,8 +439,15 @@ pub(crate) fn profiles(
         .into_iter()
         .filter_map(|s| {
             let txs = by_stream.get_mut(&s)?;
-            txs.sort_by_key(|t| t.request.first_ts);
-            profile(s, txs, tcp, convs, conc_by_stream.get(&s).copied())
+            txs.sort_by_key(|t| t.req_first_ts);
+            profile(
+                s,
+                txs,
+                &facts.names,
+                tcp,
+                convs,
+                conc_by_stream.get(&s).copied(),
+            )
         })
         .collect()
 }

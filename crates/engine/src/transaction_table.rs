@@ -10,7 +10,7 @@ use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
 
 use crate::conversations::ConversationTable;
-use crate::transactions::{PduSpan, Transaction, TransactionLog};
+use crate::transactions::{PduSpan, Transaction};
 
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
@@ -38,20 +38,14 @@ pub(crate) fn failed(t: &Transaction) -> bool {
     t.status.is_some_and(|s| s != 0) || t.rpc_status.is_some()
 }
 
-/// The `transactions` table: every request, or (`failed_only`) the ones
-/// that failed (`failed_transactions`, the same columns): the error rule
-/// reads those without turning every request into a row.
+/// The `transactions` table (every request of the log, in request order) or
+/// `failed_transactions` (the same columns, the failed ones only: the error
+/// rule reads those without turning every request into a row).
 pub(crate) fn transactions(
-    log: &TransactionLog,
+    txs: impl IntoIterator<Item = Transaction>,
+    n: usize,
     convs: &ConversationTable,
-    failed_only: bool,
 ) -> RecordBatch {
-    let txs: Vec<&Transaction> = log
-        .transactions
-        .iter()
-        .filter(|t| !failed_only || failed(t))
-        .collect();
-    let n = txs.len();
     let ts = || TimestampNanosecondBuilder::with_capacity(n).with_timezone("UTC");
     let (mut protocol, mut op, mut transport) = (
         StringBuilder::new(),

@@ -2,10 +2,12 @@
 //! ONC RPC programs, SMB2/3), one record per request, built by the stream
 //! parsers in `app/` and turned into the `transactions` table.
 
+use serde::{Deserialize, Serialize};
+
 /// Where a PDU lies in the capture: the frames (and their times) holding its
 /// first and its last byte. Wireshark dissects a PDU in the frame of its last
 /// byte; the first byte tells when the sender started.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct PduSpan {
     pub first_frame: u64,
     pub first_ts: i64,
@@ -18,10 +20,13 @@ pub struct PduSpan {
     pub complete: bool,
 }
 
-/// One request and, when seen, its reply.
-#[derive(Debug, Clone, Default)]
+/// One request and, when seen, its reply. Serialisable so that the log can
+/// keep completed ones compressed (`tx_store.rs`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Transaction {
     /// "nfs", "mount", "portmap", "nfsacl", "nlm", "rpc" (other programs), "smb2".
+    /// (Static names are written beside the record by the store.)
+    #[serde(skip)]
     pub protocol: &'static str,
     /// NFS version (2, 3, 4), RPC program version, or SMB dialect major (2, 3).
     pub version: u32,
@@ -36,6 +41,7 @@ pub struct Transaction {
     /// tcp.stream (or the UDP flow index for RPC over UDP).
     pub stream: u32,
     /// Transport: "tcp" or "udp".
+    #[serde(skip)]
     pub transport: &'static str,
     /// Direction (0 or 1, in the conversation's a→b terms) of the request.
     pub request_dir: u8,
@@ -82,6 +88,7 @@ pub struct Transaction {
     /// NFSv4: all operations of the COMPOUND, "SEQUENCE,PUTFH,READ".
     pub compound_ops: Option<String>,
     /// Authentication: RPC auth flavour name, SMB "signed"/"encrypted".
+    #[serde(skip)]
     pub auth: Option<&'static str>,
     /// Also set for PDUs the parser could not fully decode (why).
     pub note: Option<String>,
@@ -135,7 +142,8 @@ pub struct OrphanReply {
 /// Where the parsers put what they find.
 #[derive(Debug, Default)]
 pub struct TransactionLog {
-    pub transactions: Vec<Transaction>,
+    /// Every request, in capture order of the request (kept compressed).
+    pub transactions: crate::tx_store::TxStore,
     pub orphan_replies: Vec<OrphanReply>,
     /// Encrypted SMB3 messages, compressed messages, SMB1 messages, by stream.
     pub encrypted_messages: u64,
@@ -150,4 +158,30 @@ pub struct TransactionLog {
     /// per-connection maps bounded.
     pub smb2_evicted_names: u64,
     pub warnings: Vec<String>,
+}
+
+/// A finished log with its transactions read back as a vector, for tests
+/// that index them (every other field through `Deref`).
+#[cfg(test)]
+pub(crate) struct LogView {
+    pub transactions: Vec<Transaction>,
+    pub log: TransactionLog,
+}
+
+#[cfg(test)]
+impl LogView {
+    pub(crate) fn new(log: TransactionLog) -> Self {
+        LogView {
+            transactions: log.transactions.to_vec(),
+            log,
+        }
+    }
+}
+
+#[cfg(test)]
+impl std::ops::Deref for LogView {
+    type Target = TransactionLog;
+    fn deref(&self) -> &TransactionLog {
+        &self.log
+    }
 }

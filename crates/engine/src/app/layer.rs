@@ -266,9 +266,7 @@ impl AppLayer {
             ));
         }
         self.rpc.borrow().finish(&mut self.log);
-        // Requests in capture order (parsers emit them as replies arrive).
-        self.log
-            .transactions
-            .sort_by_key(|t| (t.request.first_frame, t.request.last_frame));
+        // (The store reads back in request order: parsers emit transactions as
+        // replies arrive.)
     }
 }

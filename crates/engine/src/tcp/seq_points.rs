@@ -192,7 +192,11 @@ fn select_idx<'a>(len: usize, at: impl Fn(usize) -> &'a SegPoint) -> ([usize; PE
     // Best index per criterion: smaller key wins.
     let mut best: [Option<(usize, (i64, u64))>; PER_BUCKET] = [None; PER_BUCKET];
     let mut offer = |slot: usize, i: usize, key: (i64, u64)| {
-        if best[slot].map_or(true, |(_, k)| key < k) {
+        let better = match best[slot] {
+            Some((_, k)) => key < k,
+            None => true,
+        };
+        if better {
             best[slot] = Some((i, key));
         }
     };

@@ -40,7 +40,7 @@ def _judged(ctx: Context, *, min_bytes: bool = False) -> dict[int, Profile]:
 
 
 def _time_filter(p: Profile, ctx: Context, seconds: float) -> str:
-    protos = {t.protocol for t in ctx.storage_transactions(p.stream)}
+    protos = set(p.protocols) or {t.protocol for t in ctx.storage_transactions(p.stream)}
     parts = []
     if "nfs" in protos:
         parts.append(f"rpc.time >= {seconds:.3f}")

@@ -12,6 +12,7 @@ use nastriage_synth::rpc::{
 
 use super::*;
 use crate::reassembly::HoleKind;
+use crate::transactions::LogView;
 
 const NFS: u32 = 100003;
 
@@ -89,11 +90,12 @@ impl H {
         }
     }
 
-    fn finish(mut self) -> TransactionLog {
+    fn finish(mut self) -> LogView {
         let mut p = std::mem::replace(&mut self.p, RpcParser::new(0, SharedRef::default()));
         p.finish(&mut self.ctx());
-        self.log.transactions.sort_by_key(|t| t.request.first_frame);
-        self.log
+        let mut view = LogView::new(self.log);
+        view.transactions.sort_by_key(|t| t.request.first_frame);
+        view
     }
 }
 
@@ -636,7 +638,8 @@ fn udp_datagrams() {
     p.datagram(1, &reply[..28], reply.len() as u32, 3, 30, &mut ctx);
     p.finish(&mut ctx);
     assert_eq!(log.transactions.len(), 1);
-    let t = &log.transactions[0];
+    let txs = log.transactions.to_vec();
+    let t = &txs[0];
     assert_eq!((t.transport, t.stream, t.retransmissions), ("udp", 3, 1));
     assert_eq!(t.client_addr, Some(ep[0]));
     assert_eq!(t.status, Some(0));

@@ -11,7 +11,7 @@ use nastriage_synth::smb2::{
 
 use super::*;
 use crate::reassembly::HoleKind;
-use crate::transactions::TransactionLog;
+use crate::transactions::{LogView, TransactionLog};
 
 const FID: [u8; 16] = [0x11, 0, 0, 0, 0, 0, 0, 0, 0x22, 0, 0, 0, 0, 0, 0, 0];
 const SESSION: u64 = 0x0000_0400_0000_0001;
@@ -96,16 +96,16 @@ impl H {
         }
     }
 
-    fn finish(mut self) -> TransactionLog {
+    fn finish(mut self) -> LogView {
         let mut ctx = Ctx {
             stream: 7,
             log: &mut self.log,
         };
         self.p.finish(&mut ctx);
-        self.log
-            .transactions
+        let mut view = LogView::new(self.log);
+        view.transactions
             .sort_by_key(|t| (t.request.first_frame, t.id));
-        self.log
+        view
     }
 }
 
@@ -218,7 +218,7 @@ fn open_file(h: &mut H, id: u64, name: &str, fid: [u8; 16]) {
     );
 }
 
-fn by_id(log: &TransactionLog, id: u64) -> &Transaction {
+fn by_id(log: &LogView, id: u64) -> &Transaction {
     log.transactions
         .iter()
         .find(|t| t.id == id)
