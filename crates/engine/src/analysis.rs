@@ -50,6 +50,8 @@ pub struct Analysis {
     /// Derived from `transactions` in one reading of the log, on first use
     /// by any table or counter that needs it.
     pub(crate) digest: std::sync::OnceLock<Digest>,
+    /// What the pass gathered for the digest (taken by it).
+    pub(crate) derived: std::sync::Mutex<Option<crate::derived::Derived>>,
 }
 
 /// Everything derived from the transactions that is not the transactions
@@ -150,28 +152,34 @@ impl Analysis {
 
     fn digest(&self) -> &Digest {
         self.digest.get_or_init(|| {
-            let store = &self.transactions.transactions;
-            let mut srt = crate::srt_table::SrtBuilder::default();
-            let mut facts = crate::tx_facts::Facts::with_capacity(store.len());
-            let mut failed = Vec::new();
-            let mut unanswered = 0;
-            for t in store.iter() {
-                srt.add(&t, &self.conversations);
-                facts.add(&t);
-                unanswered += u64::from(t.reply.is_none());
-                if crate::transaction_table::failed(&t) {
-                    failed.push(t);
-                }
-            }
-            let concurrency = crate::concurrency::analyze_facts(&facts, None);
-            let profiles =
-                crate::time_profile::profiles(&facts, &self.tcp, &self.conversations, &concurrency);
+            // Gathered while the log filled (the pass hands it over once);
+            // otherwise read again from the log, with the same result.
+            let taken = match self.derived.lock() {
+                Ok(mut g) => g.take(),
+                Err(poisoned) => poisoned.into_inner().take(),
+            };
+            let d = taken
+                .unwrap_or_else(|| {
+                    let mut d = crate::derived::Derived::default();
+                    for (i, t) in self.transactions.transactions.iter().enumerate() {
+                        d.add(&t, i as u64);
+                    }
+                    d
+                })
+                .into_request_order();
+            let concurrency = crate::concurrency::analyze_facts(&d.facts, None);
+            let profiles = crate::time_profile::profiles(
+                &d.facts,
+                &self.tcp,
+                &self.conversations,
+                &concurrency,
+            );
             Digest {
-                srt: srt.finish(),
+                srt: d.srt.finish(&self.conversations),
                 concurrency,
                 profiles,
-                failed,
-                unanswered,
+                failed: d.failed.into_iter().map(|(_, t)| t).collect(),
+                unanswered: d.unanswered,
             }
         })
     }

@@ -91,8 +91,8 @@ fn bytes_moved(t: &TxFacts) -> u64 {
 #[cfg(test)]
 pub(crate) fn analyze(log: &TransactionLog, interval_ns: Option<i64>) -> ConcurrencyResult {
     let mut facts = Facts::default();
-    for t in log.transactions.iter() {
-        facts.add(&t);
+    for (i, t) in log.transactions.iter().enumerate() {
+        facts.add(&t, i as u64);
     }
     analyze_facts(&facts, interval_ns)
 }
@@ -537,8 +537,7 @@ mod tests {
         let mut log = TransactionLog::default();
         for i in 0..400i64 {
             let start = (i / 4) * 1_000_000;
-            log.transactions
-                .push(tx(7, "nfs", start, start + 1_000_000, 1, 1, i as u64));
+            log.push(tx(7, "nfs", start, start + 1_000_000, 1, 1, i as u64));
         }
         let r = analyze(&log, Some(10_000_000));
         let c = &r.conns[0];
@@ -563,11 +562,10 @@ mod tests {
         // Negotiate (id 0) grants 2 credits; then requests charging 1 each,
         // two at a time, each reply granting 1 back: the client runs dry.
         let mut log = TransactionLog::default();
-        log.transactions.push(tx(1, "smb2", 0, 10, 1, 2, 0));
+        log.push(tx(1, "smb2", 0, 10, 1, 2, 0));
         for i in 1..=10i64 {
             let start = 100 + (i - 1) / 2 * 1000;
-            log.transactions
-                .push(tx(1, "smb2", start, start + 1000, 1, 1, i as u64));
+            log.push(tx(1, "smb2", start, start + 1000, 1, 1, i as u64));
         }
         let r = analyze(&log, None);
         let c = &r.conns[0];

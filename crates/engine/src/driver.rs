@@ -185,6 +185,7 @@ pub fn analyze(paths: &[String], mut opts: AnalyzeOptions<'_>) -> Result<Analysi
     let tcp = tcpa.finish();
     warnings.extend(tcp.warnings());
     app.finish();
+    let derived = std::mem::take(&mut app.log.derived);
     // The parsers' warnings (records not decoded, tables full).
     warnings.extend(app.log.warnings.iter().cloned());
     Ok(Analysis {
@@ -196,5 +197,6 @@ pub fn analyze(paths: &[String], mut opts: AnalyzeOptions<'_>) -> Result<Analysi
         tcp,
         transactions: app.log,
         digest: std::sync::OnceLock::new(),
+        derived: std::sync::Mutex::new(Some(derived)),
     })
 }

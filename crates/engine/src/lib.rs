@@ -10,6 +10,7 @@ mod analysis;
 pub mod app;
 pub mod concurrency;
 pub mod conversations;
+pub mod derived;
 mod driver;
 mod orphan_table;
 pub mod reassembly;

@@ -41,7 +41,7 @@ fn percentile(sorted: &[i64], p: f64) -> f64 {
     sorted[lo] as f64 + (sorted[hi] - sorted[lo]) as f64 * frac
 }
 
-#[derive(Default)]
+#[derive(Debug, Default)]
 struct Group {
     calls: u64,
     errors: u64,
@@ -51,28 +51,49 @@ struct Group {
 
 type Key = (&'static str, &'static str, u32, String, u32, String);
 
-fn endpoint(t: &Transaction, convs: &ConversationTable, client: bool) -> String {
-    match convs.get(t.stream).filter(|_| t.transport == "tcp") {
-        Some(c) => {
-            let (cl, sv) = if t.request_dir == 0 {
-                (c.a, c.b)
-            } else {
-                (c.b, c.a)
-            };
-            let e = if client { cl } else { sv };
-            match e.0 {
-                std::net::IpAddr::V6(a) => format!("[{a}]:{}", e.1),
-                std::net::IpAddr::V4(a) => format!("{a}:{}", e.1),
-            }
+/// One end of a transaction as recorded: resolved to "address:port" when
+/// the table is built (the conversation table is complete only then).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct EndRef {
+    stream: u32,
+    tcp: bool,
+    request_dir: u8,
+    client: bool,
+    /// The parser's own record of the endpoint (RPC over UDP).
+    addr: Option<(std::net::IpAddr, u16)>,
+}
+
+impl EndRef {
+    fn of(t: &Transaction, client: bool) -> Self {
+        EndRef {
+            stream: t.stream,
+            tcp: t.transport == "tcp",
+            request_dir: t.request_dir,
+            client,
+            addr: if client { t.client_addr } else { t.server_addr },
         }
-        None => {
+    }
+
+    fn name(&self, convs: &ConversationTable) -> String {
+        match convs.get(self.stream).filter(|_| self.tcp) {
+            Some(c) => {
+                let (cl, sv) = if self.request_dir == 0 {
+                    (c.a, c.b)
+                } else {
+                    (c.b, c.a)
+                };
+                let e = if self.client { cl } else { sv };
+                match e.0 {
+                    std::net::IpAddr::V6(a) => format!("[{a}]:{}", e.1),
+                    std::net::IpAddr::V4(a) => format!("{a}:{}", e.1),
+                }
+            }
             // RPC over UDP: the parser recorded the endpoints itself.
-            let e = if client { t.client_addr } else { t.server_addr };
-            match e {
+            None => match self.addr {
                 Some((std::net::IpAddr::V6(a), p)) => format!("[{a}]:{p}"),
                 Some((a, p)) => format!("{a}:{p}"),
-                None => format!("udp-flow-{}", t.stream),
-            }
+                None => format!("udp-flow-{}", self.stream),
+            },
         }
     }
 }
@@ -80,19 +101,20 @@ fn endpoint(t: &Transaction, convs: &ConversationTable, client: bool) -> String 
 /// Breakdowns, in the order of the `breakdown` column's values.
 const BREAKDOWNS: [&str; 5] = ["op", "client", "server", "file", "status"];
 
-/// A group while the log is read: breakdown, protocol, version, operation
-/// (numbered), code, key (numbered). Small and `Copy`, so the per-request
-/// lookups allocate nothing; names are resolved once, at the end.
+/// A group while transactions are added: breakdown, protocol, version,
+/// operation (numbered), code, key (a numbered name, or for the client and
+/// server breakdowns a numbered endpoint). Small and `Copy`, so adding a
+/// transaction allocates nothing; names are resolved once, at the end.
 type GroupId = (u8, &'static str, u32, u32, u32, u32);
 
-/// The `srt` table, one transaction at a time.
-#[derive(Default)]
+/// The `srt` table, one transaction at a time (in any order).
+#[derive(Debug, Default)]
 pub(crate) struct SrtBuilder {
     groups: HashMap<GroupId, Group>,
     strings: Vec<String>,
     ids: HashMap<String, u32>,
-    /// TCP stream -> (client, server) endpoint names (numbered).
-    endpoints: HashMap<u32, (u32, u32)>,
+    ends: Vec<EndRef>,
+    end_ids: HashMap<EndRef, u32>,
 }
 
 impl SrtBuilder {
@@ -106,7 +128,15 @@ impl SrtBuilder {
         i
     }
 
-    pub(crate) fn add(&mut self, t: &Transaction, convs: &ConversationTable) {
+    fn end_id(&mut self, e: EndRef) -> u32 {
+        let n = self.ends.len() as u32;
+        *self.end_ids.entry(e).or_insert_with(|| {
+            self.ends.push(e);
+            n
+        })
+    }
+
+    pub(crate) fn add(&mut self, t: &Transaction) {
         let failed = crate::transaction_table::failed(t);
         // Errors by status: the reply's status name (or the RPC-level
         // failure), for requests that did not succeed.
@@ -122,19 +152,8 @@ impl SrtBuilder {
         } else {
             self.id("")
         };
-        let (client, server) = match (t.transport, self.endpoints.get(&t.stream)) {
-            ("tcp", Some(&e)) => e,
-            _ => {
-                let e = (
-                    self.id(&endpoint(t, convs, true)),
-                    self.id(&endpoint(t, convs, false)),
-                );
-                if t.transport == "tcp" {
-                    self.endpoints.insert(t.stream, e);
-                }
-                e
-            }
-        };
+        let client = self.end_id(EndRef::of(t, true));
+        let server = self.end_id(EndRef::of(t, false));
         let file = self.id(t.file_name.as_deref().or(t.share.as_deref()).unwrap_or(""));
         let empty = self.id("");
         let op = self.id(&t.op);
@@ -158,18 +177,24 @@ impl SrtBuilder {
         }
     }
 
-    pub(crate) fn finish(self) -> RecordBatch {
+    pub(crate) fn finish(self, convs: &ConversationTable) -> RecordBatch {
         let name = |i: u32| self.strings.get(i as usize).cloned().unwrap_or_default();
-        let groups: BTreeMap<Key, Group> = self
-            .groups
-            .into_iter()
-            .map(|((by, p, v, op, code, key), g)| {
-                (
-                    (BREAKDOWNS[usize::from(by)], p, v, name(op), code, name(key)),
-                    g,
-                )
-            })
-            .collect();
+        let end_names: Vec<String> = self.ends.iter().map(|e| e.name(convs)).collect();
+        let mut groups: BTreeMap<Key, Group> = BTreeMap::new();
+        for ((by, p, v, op, code, key), g) in self.groups {
+            let key = match by {
+                1 | 2 => end_names.get(key as usize).cloned().unwrap_or_default(),
+                _ => name(key),
+            };
+            // Endpoints of different connections may name the same host:port.
+            let slot = groups
+                .entry((BREAKDOWNS[usize::from(by)], p, v, name(op), code, key))
+                .or_default();
+            slot.calls += g.calls;
+            slot.errors += g.errors;
+            slot.unanswered += g.unanswered;
+            slot.srt.extend(g.srt);
+        }
         let n = groups.len();
         let mut by = StringBuilder::with_capacity(n, n * 6);
         let mut key = StringBuilder::with_capacity(n, n * 16);

@@ -143,7 +143,10 @@ pub struct OrphanReply {
 #[derive(Debug, Default)]
 pub struct TransactionLog {
     /// Every request, in capture order of the request (kept compressed).
+    /// Add with [`TransactionLog::push`].
     pub transactions: crate::tx_store::TxStore,
+    /// What the derived tables need, gathered as transactions are pushed.
+    pub derived: crate::derived::Derived,
     pub orphan_replies: Vec<OrphanReply>,
     /// Encrypted SMB3 messages, compressed messages, SMB1 messages, by stream.
     pub encrypted_messages: u64,
@@ -158,6 +161,14 @@ pub struct TransactionLog {
     /// per-connection maps bounded.
     pub smb2_evicted_names: u64,
     pub warnings: Vec<String>,
+}
+
+impl TransactionLog {
+    /// Log one transaction (parsers emit them as their replies arrive).
+    pub fn push(&mut self, t: Transaction) {
+        self.derived.add(&t, self.transactions.len() as u64);
+        self.transactions.push(t);
+    }
 }
 
 /// A finished log with its transactions read back as a vector, for tests

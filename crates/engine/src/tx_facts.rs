@@ -29,6 +29,9 @@ const HAS_FILE: u16 = 1 << 10;
 /// One transaction's facts.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct TxFacts {
+    /// Emission number in the log (request order ties).
+    seq: u64,
+    req_last_frame: u64,
     pub req_first_ts: i64,
     pub req_last_ts: i64,
     pub req_first_frame: u64,
@@ -117,14 +120,8 @@ pub(crate) struct Facts {
 }
 
 impl Facts {
-    pub fn with_capacity(n: usize) -> Self {
-        Facts {
-            txs: Vec::with_capacity(n),
-            names: Names::default(),
-        }
-    }
-
-    pub fn add(&mut self, t: &Transaction) {
+    /// Add one transaction; `seq` is its emission number in the log.
+    pub fn add(&mut self, t: &Transaction, seq: u64) {
         let mut flags = 0u16;
         let mut set = |bit: u16, on: bool| {
             if on {
@@ -145,6 +142,8 @@ impl Facts {
         set(HAS_FILE, file.is_some());
         let r = t.reply.unwrap_or_default();
         let fact = TxFacts {
+            seq,
+            req_last_frame: t.request.last_frame,
             req_first_ts: t.request.first_ts,
             req_last_ts: t.request.last_ts,
             req_first_frame: t.request.first_frame,
@@ -166,6 +165,13 @@ impl Facts {
             protocol: self.names.protocol_id(t.protocol),
         };
         self.txs.push(fact);
+    }
+
+    /// Request order, as the log reads back: first frame, last frame,
+    /// emission number.
+    pub fn sort(&mut self) {
+        self.txs
+            .sort_unstable_by_key(|f| (f.req_first_frame, f.req_last_frame, f.seq));
     }
 }
 
@@ -276,12 +282,15 @@ mod tests {
             ..Default::default()
         };
         let mut f = Facts::default();
-        f.add(&t);
-        f.add(&Transaction {
-            protocol: "nfs",
-            op: "GETATTR".into(),
-            ..Default::default()
-        });
+        f.add(&t, 0);
+        f.add(
+            &Transaction {
+                protocol: "nfs",
+                op: "GETATTR".into(),
+                ..Default::default()
+            },
+            1,
+        );
         let (a, b) = (&f.txs[0], &f.txs[1]);
         assert_eq!(f.names.protocol(a), "smb2");
         assert_eq!(f.names.protocol(b), "nfs");
@@ -298,6 +307,6 @@ mod tests {
             Some("a.bin")
         );
         assert!(b.reply().is_none() && b.file().is_none());
-        assert!(std::mem::size_of::<TxFacts>() <= 112);
+        assert!(std::mem::size_of::<TxFacts>() <= 128);
     }
 }

@@ -307,7 +307,7 @@ impl Core {
             // Same XID, different call, no reply in between.
             if let Some(mut old) = self.pending.remove(&key) {
                 old.tx.note = Some("XID reused by another call before any reply".into());
-                ctx.log.transactions.push(old.tx);
+                ctx.log.push(old.tx);
             }
         }
         let mut tx = Transaction {
@@ -383,7 +383,7 @@ impl Core {
             t.note = Some(format!(
                 "evicted unanswered: more than {MAX_OUTSTANDING} outstanding calls"
             ));
-            ctx.log.transactions.push(t);
+            ctx.log.push(t);
         }
     }
 
@@ -463,12 +463,12 @@ impl Core {
         }
         tx.reply = Some(span);
         self.answered.insert((1 - dir, xid), span.last_frame);
-        ctx.log.transactions.push(tx);
+        ctx.log.push(tx);
     }
 
     fn finish(&mut self, ctx: &mut Ctx<'_>) {
         for p in self.pending.drain() {
-            ctx.log.transactions.push(p.tx);
+            ctx.log.push(p.tx);
         }
     }
 }

@@ -386,7 +386,7 @@ impl Smb2Parser {
         if h.command == SMB2_CANCEL {
             // CANCEL has no response (the cancelled request gets one).
             tx.note = Some("CANCEL has no response".into());
-            ctx.log.transactions.push(tx);
+            ctx.log.push(tx);
             return;
         }
         let id = h.message_id;
@@ -419,7 +419,7 @@ impl Smb2Parser {
                 self.evicted_requests += 1;
                 ctx.log.smb2_evicted_requests += 1;
                 old.tx.note = Some("evicted: too many outstanding requests".into());
-                ctx.log.transactions.push(old.tx);
+                ctx.log.push(old.tx);
             }
         }
         self.pending.insert(id, pend);
@@ -544,7 +544,7 @@ impl Smb2Parser {
         if p.chained_fid && tx.file_handle.is_none() {
             tx.file_handle = chain_fid.map(|f| f.to_vec());
         }
-        ctx.log.transactions.push(p.tx);
+        ctx.log.push(p.tx);
     }
 
     fn warn(&self, ctx: &mut Ctx<'_>) {
@@ -585,7 +585,7 @@ impl StreamParser for Smb2Parser {
             self.drain(d, ctx);
         }
         for (_, p) in std::mem::take(&mut self.pending) {
-            ctx.log.transactions.push(p.tx);
+            ctx.log.push(p.tx);
         }
         for (_, (_, m, span, _)) in std::mem::take(&mut self.early) {
             self.orphan(m.header, span, ctx);
