@@ -6,6 +6,7 @@ use nastriage_net::{Decoder, Transport};
 use crate::analysis::{Analysis, CaptureSummary, ProtocolCount};
 use crate::app::layer::{AppLayer, DecodeAs};
 use crate::conversations::ConversationTable;
+use crate::pipeline::{self, Seg};
 use crate::tcp::{TcpAnalysisConfig, TcpAnalyzer};
 
 /// Progress callback: (bytes read so far, total bytes or 0 when unknown).
@@ -76,58 +77,116 @@ pub fn analyze(paths: &[String], mut opts: AnalyzeOptions<'_>) -> Result<Analysi
     let mut merged = MergedReader::new(readers);
     let mut decoder = Decoder::default();
     let mut convs = ConversationTable::default();
-    let mut tcpa = TcpAnalyzer::new(TcpAnalysisConfig {
+    let tcp_cfg = TcpAnalysisConfig {
         segments_for: std::mem::take(&mut opts.segments_for),
         seq_points: opts.seq_points,
         ..Default::default()
-    });
-    let mut app = AppLayer::new(std::mem::take(&mut opts.decode_as));
+    };
+    let decode_as = std::mem::take(&mut opts.decode_as);
     let mut frame: u64 = 0;
     let mut next_progress = opts.progress_interval;
+    let (mut feeder, tcp_stage, app_stage) = pipeline::pipeline();
 
-    while merged.advance() {
-        let Some((file, pkt)) = merged.packet() else {
-            break;
-        };
-        frame += 1;
-        let s = &mut summaries[file];
-        s.frames += 1;
-        s.bytes += pkt.orig_len as u64;
-        s.captured_bytes += pkt.data.len() as u64;
-        if (pkt.data.len() as u64) < pkt.orig_len as u64 {
-            s.truncated_frames += 1;
-        }
-        if pkt.ts_ns == i64::MAX || pkt.ts_ns == i64::MIN {
-            // Beyond what 64-bit nanoseconds hold (years before 1678 or after
-            // 2262: a broken clock or a wrapped counter); kept out of the span.
-            s.clamped_ts_frames += 1;
-        } else {
-            s.first_ts = Some(s.first_ts.map_or(pkt.ts_ns, |t| t.min(pkt.ts_ns)));
-            s.last_ts = Some(s.last_ts.map_or(pkt.ts_ns, |t| t.max(pkt.ts_ns)));
-        }
+    let (read, tcp, mut log) = std::thread::scope(|scope| {
+        // The two stages (see `pipeline`): each analyser is built in its own
+        // thread and sees every segment in capture order.
+        let tcp_thread = scope.spawn(move || {
+            let mut tcpa = TcpAnalyzer::new(tcp_cfg);
+            for b in tcp_stage.batches.iter() {
+                b.for_each(|s| {
+                    if let Seg::Tcp {
+                        frame,
+                        ts,
+                        asg,
+                        seg,
+                        ip,
+                    } = s
+                    {
+                        tcpa.update(frame, ts, asg, &seg, Some(ip));
+                    }
+                });
+                tcp_stage.done(b);
+            }
+            tcpa.finish()
+        });
+        let app_thread = scope.spawn(move || {
+            let mut app = AppLayer::new(decode_as);
+            for b in app_stage.batches.iter() {
+                b.for_each(|s| match s {
+                    Seg::Tcp {
+                        frame,
+                        ts,
+                        asg,
+                        seg,
+                        ..
+                    } => app.tcp(asg.stream, asg.dir, frame, ts, &seg),
+                    Seg::Udp { frame, ts, ip, udp } => app.udp(ip, &udp, frame, ts),
+                });
+                app_stage.done(b);
+            }
+            app.finish();
+            app.log
+        });
 
-        let wire = pkt.orig_len as u64;
-        let d = decoder.decode(&pkt);
-        if let (Some(ip), Transport::Tcp(tcp)) = (d.ip.as_ref(), d.transport) {
-            let asg = convs.update(frame, pkt.ts_ns, wire, ip, &tcp);
-            tcpa.update(frame, pkt.ts_ns, &asg, &tcp, Some(ip));
-            app.tcp(asg.stream, asg.dir, frame, pkt.ts_ns, &tcp);
-        } else if let (Some(ip), Transport::Udp(udp)) = (d.ip.as_ref(), d.transport) {
-            app.udp(ip, &udp, frame, pkt.ts_ns);
-        }
+        let mut read = || -> Result<(), CaptureError> {
+            while merged.advance() {
+                let Some((file, pkt)) = merged.packet() else {
+                    break;
+                };
+                frame += 1;
+                let s = &mut summaries[file];
+                s.frames += 1;
+                s.bytes += pkt.orig_len as u64;
+                s.captured_bytes += pkt.data.len() as u64;
+                if (pkt.data.len() as u64) < pkt.orig_len as u64 {
+                    s.truncated_frames += 1;
+                }
+                if pkt.ts_ns == i64::MAX || pkt.ts_ns == i64::MIN {
+                    // Beyond what 64-bit nanoseconds hold (years before 1678 or
+                    // after 2262: a broken clock or a wrapped counter); kept out
+                    // of the span.
+                    s.clamped_ts_frames += 1;
+                } else {
+                    s.first_ts = Some(s.first_ts.map_or(pkt.ts_ns, |t| t.min(pkt.ts_ns)));
+                    s.last_ts = Some(s.last_ts.map_or(pkt.ts_ns, |t| t.max(pkt.ts_ns)));
+                }
 
-        if let Some(cb) = opts.progress.as_mut() {
-            if frame & 4095 == 0 {
-                let pos: u64 = merged.readers().iter().map(|r| r.position()).sum();
-                if pos >= next_progress {
-                    next_progress = pos + opts.progress_interval;
-                    if !cb(pos, if known_total { total_size } else { 0 }) {
-                        return Err(CaptureError::new(&paths[file], pos, "analysis interrupted"));
+                let wire = pkt.orig_len as u64;
+                let d = decoder.decode(&pkt);
+                if let (Some(ip), Transport::Tcp(tcp)) = (d.ip.as_ref(), d.transport) {
+                    let asg = convs.update(frame, pkt.ts_ns, wire, ip, &tcp);
+                    feeder.tcp(frame, pkt.ts_ns, asg, &tcp, ip);
+                } else if let (Some(ip), Transport::Udp(udp)) = (d.ip.as_ref(), d.transport) {
+                    feeder.udp(frame, pkt.ts_ns, ip, &udp);
+                }
+
+                if let Some(cb) = opts.progress.as_mut() {
+                    if frame & 4095 == 0 {
+                        let pos: u64 = merged.readers().iter().map(|r| r.position()).sum();
+                        if pos >= next_progress {
+                            next_progress = pos + opts.progress_interval;
+                            if !cb(pos, if known_total { total_size } else { 0 }) {
+                                return Err(CaptureError::new(
+                                    &paths[file],
+                                    pos,
+                                    "analysis interrupted",
+                                ));
+                            }
+                        }
                     }
                 }
             }
-        }
-    }
+            Ok(())
+        };
+        let read = read();
+        feeder.flush();
+        // Closing the channels ends the stages.
+        drop(feeder);
+        let tcp = joined(tcp_thread.join());
+        let log = joined(app_thread.join());
+        (read, tcp, log)
+    });
+    read?;
 
     // Per-file link types, warnings and errors.
     let mut warnings = Vec::new();
@@ -182,12 +241,10 @@ pub fn analyze(paths: &[String], mut opts: AnalyzeOptions<'_>) -> Result<Analysi
             bytes,
         })
         .collect();
-    let tcp = tcpa.finish();
     warnings.extend(tcp.warnings());
-    app.finish();
-    let derived = std::mem::take(&mut app.log.derived);
+    let derived = std::mem::take(&mut log.derived);
     // The parsers' warnings (records not decoded, tables full).
-    warnings.extend(app.log.warnings.iter().cloned());
+    warnings.extend(log.warnings.iter().cloned());
     Ok(Analysis {
         captures: summaries,
         protocols,
@@ -195,8 +252,17 @@ pub fn analyze(paths: &[String], mut opts: AnalyzeOptions<'_>) -> Result<Analysi
         frames: frame,
         conversations: convs,
         tcp,
-        transactions: app.log,
+        transactions: log,
         digest: std::sync::OnceLock::new(),
         derived: std::sync::Mutex::new(Some(derived)),
     })
+}
+
+/// A stage's result; a stage that panicked panics here too, as the pass on
+/// one thread would have.
+fn joined<T>(r: std::thread::Result<T>) -> T {
+    match r {
+        Ok(v) => v,
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
 }

@@ -13,6 +13,7 @@ pub mod conversations;
 pub mod derived;
 mod driver;
 mod orphan_table;
+mod pipeline;
 pub mod reassembly;
 mod srt_table;
 mod tables;
