@@ -182,6 +182,24 @@ def _no_progress(bytes_read: int, total_bytes: int) -> None:
     """Progress callback that shows nothing (pending signals are handled when it runs)."""
 
 
+def _preload(modules: list[str]) -> None:
+    """Import what the run needs after the analysis while the engine works: it runs with
+    the GIL released on its own threads, so the imports (pyarrow, the rules, the views:
+    a good part of a short run) cost no wall time. A failed import is left for the real
+    import to report."""
+    import importlib
+    import threading
+
+    def run() -> None:
+        for name in modules:
+            try:
+                importlib.import_module(name)
+            except Exception:  # reported by the import that needs it
+                return
+
+    threading.Thread(target=run, name="nastriage-preload", daemon=True).start()
+
+
 def _cmd_analyze(args: argparse.Namespace) -> int:
     paths: list[str] = list(args.files)
     _check_inputs(paths)
@@ -232,6 +250,12 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
                 raise _Fail(
                     f"cannot write the HTML report to {args.html}: {exc.strerror or exc}"
                 ) from None
+        later = ["pyarrow", "nastriage.diagnosis.run"]
+        if out is not None:
+            later.append("nastriage.views.json_out")
+        if show_summary:
+            later += ["nastriage.views.verdicts", "nastriage.views.terminal"]
+        _preload(later)
         try:
             capture = Capture.analyze(
                 paths,

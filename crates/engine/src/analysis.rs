@@ -70,6 +70,7 @@ impl Analysis {
         vec![
             "conversations",
             "tcp_events",
+            "tcp_flag_counts",
             "transactions",
             "failed_transactions",
             "srt",
@@ -140,6 +141,7 @@ impl Analysis {
                 ))
             }
             "tcp_events" => Some(tables::tcp_events(&self.tcp, &self.conversations)),
+            "tcp_flag_counts" => Some(tables::tcp_flag_counts(&self.tcp)),
             "time_profile" => Some(crate::time_profile::table(&self.digest().profiles)),
             _ => None,
         }

@@ -90,7 +90,8 @@ pub fn analyze(paths: &[String], mut opts: AnalyzeOptions<'_>) -> Result<Analysi
     let (read, tcp, mut log) = std::thread::scope(|scope| {
         // The two stages (see `pipeline`): each analyser is built in its own
         // thread and sees every segment in capture order.
-        let tcp_thread = scope.spawn(move || {
+        let stage = |name: &str| std::thread::Builder::new().name(format!("nastriage-{name}"));
+        let tcp_thread = stage("tcp").spawn_scoped(scope, move || {
             let mut tcpa = TcpAnalyzer::new(tcp_cfg);
             for b in tcp_stage.batches.iter() {
                 b.for_each(|s| {
@@ -109,7 +110,7 @@ pub fn analyze(paths: &[String], mut opts: AnalyzeOptions<'_>) -> Result<Analysi
             }
             tcpa.finish()
         });
-        let app_thread = scope.spawn(move || {
+        let app_thread = stage("app").spawn_scoped(scope, move || {
             let mut app = AppLayer::new(decode_as);
             for b in app_stage.batches.iter() {
                 b.for_each(|s| match s {
@@ -127,6 +128,27 @@ pub fn analyze(paths: &[String], mut opts: AnalyzeOptions<'_>) -> Result<Analysi
             app.finish();
             app.log
         });
+
+        let (tcp_thread, app_thread) = match (tcp_thread, app_thread) {
+            (Ok(t), Ok(a)) => (t, a),
+            (t, a) => {
+                // No thread to run a stage (a process limit): end the one that
+                // started and say why.
+                drop(feeder);
+                let mut why = String::new();
+                for r in [t.map(|h| drop(h.join())), a.map(|h| drop(h.join()))] {
+                    if let Err(e) = r {
+                        why = e.to_string();
+                    }
+                }
+                let e = CaptureError::new(
+                    &paths[0],
+                    0,
+                    format!("cannot start an analysis thread: {why}"),
+                );
+                return Err(e);
+            }
+        };
 
         let mut read = || -> Result<(), CaptureError> {
             while merged.advance() {
@@ -184,8 +206,8 @@ pub fn analyze(paths: &[String], mut opts: AnalyzeOptions<'_>) -> Result<Analysi
         drop(feeder);
         let tcp = joined(tcp_thread.join());
         let log = joined(app_thread.join());
-        (read, tcp, log)
-    });
+        Ok((read, tcp, log))
+    })?;
     read?;
 
     // Per-file link types, warnings and errors.

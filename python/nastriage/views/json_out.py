@@ -206,17 +206,20 @@ def conversation_object(row: Row) -> dict[str, Any]:
 def tcp_flag_counts(capture: Capture) -> dict[int | None, dict[str, int]]:
     """Frames per Wireshark flag from ``tcp_events``, per stream and (key None) in total."""
     out: dict[int | None, dict[str, int]] = {None: {}}
-    if "tcp_events" not in capture.table_names:
+    if "tcp_flag_counts" in capture.table_names:  # the engine's own count
+        counts = capture.table("tcp_flag_counts")
+        columns = (counts.column(c).to_pylist() for c in ("stream", "kind", "frames"))
+    elif "tcp_events" in capture.table_names:
+        events = capture.table("tcp_events")
+        if events.num_rows == 0:
+            return out
+        grouped = events.group_by(["stream", "kind"]).aggregate([("frame", "count_distinct")])
+        columns = (
+            grouped.column(c).to_pylist() for c in ("stream", "kind", "frame_count_distinct")
+        )
+    else:
         return out
-    events = capture.table("tcp_events")
-    if events.num_rows == 0:
-        return out
-    grouped = events.group_by(["stream", "kind"]).aggregate([("frame", "count_distinct")])
-    for stream, kind, n in zip(
-        grouped.column("stream").to_pylist(),
-        grouped.column("kind").to_pylist(),
-        grouped.column("frame_count_distinct").to_pylist(),
-    ):
+    for stream, kind, n in zip(*columns):
         per = out.setdefault(int(stream), {})
         per[kind] = per.get(kind, 0) + int(n)
         out[None][kind] = out[None].get(kind, 0) + int(n)
