@@ -101,9 +101,10 @@ pub fn analyze(paths: &[String], mut opts: AnalyzeOptions<'_>) -> Result<Analysi
                         asg,
                         seg,
                         ip,
+                        hash,
                     } = s
                     {
-                        tcpa.update(frame, ts, asg, &seg, Some(ip));
+                        tcpa.update_hashed(frame, ts, asg, &seg, Some(ip), hash);
                     }
                 });
                 tcp_stage.done(b);

@@ -33,6 +33,8 @@ pub(crate) enum Item {
         seg: TcpSegment<'static>,
         ip: IpInfo,
         range: (u32, u32),
+        /// The TCP analysis' hash of the payload, taken while it is in cache.
+        hash: u64,
     },
     Udp {
         frame: u64,
@@ -76,6 +78,7 @@ impl Batch {
                     seg,
                     ip,
                     range,
+                    hash,
                 } => f(Seg::Tcp {
                     frame: *frame,
                     ts: *ts,
@@ -85,6 +88,7 @@ impl Batch {
                         ..*seg
                     },
                     ip,
+                    hash: *hash,
                 }),
                 Item::Udp {
                     frame,
@@ -114,6 +118,7 @@ pub(crate) enum Seg<'a> {
         asg: &'a Assignment,
         seg: TcpSegment<'a>,
         ip: &'a IpInfo,
+        hash: u64,
     },
     Udp {
         frame: u64,
@@ -212,6 +217,7 @@ impl Feeder {
             seg: detach_tcp(seg),
             ip: *ip,
             range,
+            hash: crate::tcp::retrans_class::payload_hash(seg.payload),
         });
         if self.cur.full() {
             self.flush();

@@ -16,8 +16,7 @@ use super::cwnd::{CcHint, CwndTracker, Send, Vantage};
 use super::flags::{Flag, FlagSet};
 use super::limitation::{DirState, Limitation, BUCKETS};
 use super::retrans_class::{
-    classify, payload_hash, Evidence, LossSite, Reclassified, RetransClass, RetransCounts,
-    RetransTracker,
+    classify, Evidence, LossSite, Reclassified, RetransClass, RetransCounts, RetransTracker,
 };
 use super::rtt::{Rtt, Source};
 use super::segments::{SegPoint, SegmentStore};
@@ -59,6 +58,9 @@ pub struct Input<'a, 'b> {
     pub ip: Option<&'a IpInfo>,
     /// Wireshark's flags on this frame, as reported.
     pub flags: FlagSet,
+    /// [`payload_hash`] of the segment's captured payload (the only use of
+    /// the payload here; the pipeline computes it where the bytes are hot).
+    pub payload_hash: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -733,7 +735,7 @@ impl ConnMetrics {
         }
         let retx = x.flags.contains(Flag::Retransmission);
         let ooo = x.flags.contains(Flag::OutOfOrder);
-        let hash = payload_hash(t.payload) ^ u64::from(t.flags & (SYN | FIN));
+        let hash = x.payload_hash ^ u64::from(t.flags & (SYN | FIN));
         let ip_id = x.ip.filter(|ip| ip.version == 4).map(|ip| ip.id);
         let netdup =
             fl.ids_vary && ip_id.is_some_and(|id| fl.retrans.is_duplicate(s, len, id, hash));

@@ -230,6 +230,21 @@ impl TcpAnalyzer {
         tcp: &TcpSegment<'_>,
         ip: Option<&IpInfo>,
     ) {
+        let hash = retrans_class::payload_hash(tcp.payload);
+        self.update_hashed(frame, ts, asg, tcp, ip, hash);
+    }
+
+    /// [`Self::update`] with the payload already hashed
+    /// ([`retrans_class::payload_hash`]): the segment's payload is not read.
+    pub fn update_hashed(
+        &mut self,
+        frame: u64,
+        ts: i64,
+        asg: &Assignment,
+        tcp: &TcpSegment<'_>,
+        ip: Option<&IpInfo>,
+        payload_hash: u64,
+    ) {
         self.expire(ts);
         if let Some(old) = asg.replaced {
             self.release(old);
@@ -264,6 +279,7 @@ impl TcpAnalyzer {
             tcp,
             ip,
             flags: o.flags.reported(),
+            payload_hash,
         };
         live.metrics.update(&input, &mut self.out.sinks);
         if closed_now {
