@@ -152,6 +152,21 @@ impl TxStore {
         }
     }
 
+    /// No more transactions: compress the reorder buffer and the late ones
+    /// too (the log is only read from now on). Pushing afterwards still works.
+    pub fn seal(&mut self) {
+        if !self.hot.is_empty() {
+            self.hot.sort_unstable_by_key(|(s, t)| key(*s, t));
+            let run = std::mem::take(&mut self.hot);
+            self.high = run.last().map(|(s, t)| key(*s, t));
+            self.stash(run, false);
+        }
+        if !self.late.is_empty() {
+            let items = std::mem::take(&mut self.late);
+            self.stash(items, true);
+        }
+    }
+
     fn stash(&mut self, items: Vec<(u64, Transaction)>, late: bool) {
         match Chunk::encode(&items) {
             Some(c) if late => self.late_chunks.push(c),
@@ -296,7 +311,14 @@ mod tests {
         }
         let mut expect = emitted.clone();
         expect.sort_by_key(|t| (t.request.first_frame, t.request.last_frame));
+        let unsealed = store.to_vec();
+        store.seal();
+        assert!(store.hot.is_empty() && store.late.is_empty());
         let got = store.to_vec();
+        assert_eq!(got.len(), unsealed.len());
+        for (a, b) in got.iter().zip(&unsealed) {
+            assert_eq!((a.request, &a.file_name), (b.request, &b.file_name));
+        }
         assert_eq!(store.len(), expect.len());
         assert_eq!(got.len(), expect.len());
         for (g, e) in got.iter().zip(&expect) {

@@ -53,7 +53,9 @@ def rows(table: Any, names: tuple[str, ...] | list[str] | None = None) -> list[d
 
 @dataclass(frozen=True)
 class Event:
-    """One ``tcp_events`` row."""
+    """One ``tcp_events`` row (slotted: a capture with heavy loss has millions)."""
+
+    __slots__ = ("detail", "direction", "frame", "kind", "time")
 
     frame: int
     time: int
@@ -336,12 +338,12 @@ class Context:
         if t is None:
             return out
         c = columns(t, ("frame", "time", "stream", "direction", "kind", "detail"))
+        names: dict[str, str] = {}  # one object per direction and kind name
         for frame, time, stream, d, kind, detail in zip(
             c["frame"], c["time"], c["stream"], c["direction"], c["kind"], c["detail"]
         ):
-            out[int(stream)].append(
-                Event(int(frame), int(time or 0), str(d), str(kind), str(detail or ""))
-            )
+            d, kind = names.setdefault(str(d), str(d)), names.setdefault(str(kind), str(kind))
+            out[int(stream)].append(Event(int(frame), int(time or 0), d, kind, detail or ""))
         for evs in out.values():
             evs.sort(key=lambda e: (e.time, e.frame))
         return out

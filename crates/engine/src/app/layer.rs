@@ -266,7 +266,8 @@ impl AppLayer {
             ));
         }
         self.rpc.borrow().finish(&mut self.log);
-        // (The store reads back in request order: parsers emit transactions as
-        // replies arrive.)
+        // The store reads back in request order (parsers emit transactions as
+        // replies arrive); from now on it is only read: compress all of it.
+        self.log.transactions.seal();
     }
 }
