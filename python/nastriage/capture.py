@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from nastriage._core import Analysis, ArrowStream
 
-__all__ = ["Capture", "arrow_table"]
+__all__ = ["Capture", "arrow_table", "timestamps_ns"]
 
 PathArg = Union[str, "os.PathLike[str]"]
 
@@ -47,6 +47,24 @@ def arrow_table(stream: ArrowStream) -> pa.Table:
     # pyarrow 14: the capsule import is there but the public constructor is not
     capsule = stream.__arrow_c_stream__()
     return pa.RecordBatchReader._import_from_c_capsule(capsule).read_all()
+
+
+_NS_PER_UNIT = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}
+
+
+def timestamps_ns(column: Any) -> list[int | None]:
+    """A timestamp column (Array or ChunkedArray, any unit) as integer nanoseconds since
+    the epoch. A zero-copy view as int64, not a cast: a cast loads ``pyarrow.compute``,
+    whose import is a good part of a short run's time."""
+    import pyarrow as pa
+
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    scale = _NS_PER_UNIT[column.type.unit]
+    out: list[int | None] = []
+    for chunk in chunks:
+        values = chunk.view(pa.int64()).to_pylist()
+        out.extend(values if scale == 1 else [None if v is None else v * scale for v in values])
+    return out
 
 
 class Capture:

@@ -62,6 +62,7 @@ pub(crate) struct Digest {
     profiles: Vec<crate::time_profile::TimeProfile>,
     failed: Vec<crate::transactions::Transaction>,
     unanswered: u64,
+    unanswered_table: RecordBatch,
 }
 
 impl Analysis {
@@ -73,6 +74,7 @@ impl Analysis {
             "tcp_flag_counts",
             "transactions",
             "failed_transactions",
+            "unanswered_requests",
             "srt",
             "concurrency",
             "outstanding_at_arrival",
@@ -132,6 +134,7 @@ impl Analysis {
                 self.transactions.transactions.len(),
                 &self.conversations,
             )),
+            "unanswered_requests" => Some(self.digest().unanswered_table.clone()),
             "failed_transactions" => {
                 let failed = &self.digest().failed;
                 Some(crate::transaction_table::transactions(
@@ -176,7 +179,9 @@ impl Analysis {
                 &self.conversations,
                 &concurrency,
             );
+            let unanswered_table = crate::tx_facts::unanswered_table(&d.facts);
             Digest {
+                unanswered_table,
                 srt: d.srt.finish(&self.conversations),
                 concurrency,
                 profiles,

@@ -13,6 +13,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from nastriage.capture import timestamps_ns
 from nastriage.diagnosis.thresholds import DEFAULT, Thresholds
 
 if TYPE_CHECKING:
@@ -37,11 +38,11 @@ def columns(table: Any, names: tuple[str, ...] | list[str]) -> dict[str, list[An
             out[name] = [None] * n
             continue
         col = table.column(name)
+        # (dictionary columns decode themselves in to_pylist)
         if pa.types.is_timestamp(col.type):
-            col = col.cast(pa.timestamp("ns", tz="UTC")).cast(pa.int64())
-        elif pa.types.is_dictionary(col.type):
-            col = col.cast(col.type.value_type)
-        out[name] = col.to_pylist()
+            out[name] = timestamps_ns(col)
+        else:
+            out[name] = col.to_pylist()
     return out
 
 
@@ -397,8 +398,37 @@ class Context:
 
         return list(self._cached(f"tx:{stream}", build))
 
+    def unanswered_storage_frames(self, stream: int) -> list[int] | None:
+        """Frames of the NFS/SMB requests of one connection that got no reply, in request
+        order; None when the connection carried no NFS/SMB request."""
+        if self.has("unanswered_requests") and self.has("concurrency"):  # the engine's
+            if stream not in self.concurrency:
+                return None
+            return self._cached("unanswered", self._build_unanswered).get(stream, [])  # type: ignore[no-any-return]
+        txs = self.storage_transactions(stream)
+        if not txs:
+            return None
+        return [t.req_first_frame for t in txs if not t.answered]
+
+    def _build_unanswered(self) -> dict[int, list[int]]:
+        out: dict[int, list[int]] = defaultdict(list)
+        t = self.table("unanswered_requests")
+        if t is None:
+            return out
+        c = columns(t, ("stream", "transport", "protocol", "request_first_frame"))
+        for stream, transport, protocol, frame in zip(
+            c["stream"], c["transport"], c["protocol"], c["request_first_frame"]
+        ):
+            if transport == "tcp" and protocol in STORAGE_PROTOCOLS:
+                out[int(stream)].append(int(frame))
+        return out
+
     def has_tcp_transactions(self) -> bool:
         """Whether the capture holds any NFS/RPC or SMB transaction over TCP."""
+        if self.has("unanswered_requests") and self.has("concurrency"):
+            # The engine's concurrency table has a row per TCP connection with requests.
+            conc = self.table("concurrency")
+            return conc is not None and conc.num_rows > 0
         if "tx" in self._cache:
             return bool(self.transactions)
         t = self.table("transactions")

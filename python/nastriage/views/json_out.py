@@ -25,6 +25,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, TextIO
 
+from nastriage.capture import timestamps_ns
 from nastriage.units import rfc3339_ns, seconds_between
 
 if TYPE_CHECKING:
@@ -417,9 +418,7 @@ def iter_rows(table: Any, batch_rows: int = 8192) -> Iterator[Row]:
         columns = []
         for i in range(batch.num_columns):
             column = batch.column(i)
-            if i in ts_columns:
-                column = column.cast(pa.timestamp("ns", tz="UTC")).cast(pa.int64())
-            columns.append(column.to_pylist())
+            columns.append(timestamps_ns(column) if i in ts_columns else column.to_pylist())
         for values in zip(*columns):
             yield dict(zip(names, values))
 

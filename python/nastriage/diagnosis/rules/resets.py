@@ -15,13 +15,12 @@ def connection_resets(ctx: Context) -> list[Finding]:
     lost_requests = 0
     lost_frames: list[int] = []
     for info in reset:
-        txs = ctx.storage_transactions(info.stream)
-        if not txs:
+        unanswered = ctx.unanswered_storage_frames(info.stream)
+        if unanswered is None:
             continue
-        unanswered = [t for t in txs if not t.answered]
         storage.append(info)
         lost_requests += len(unanswered)
-        lost_frames += [t.req_first_frame for t in unanswered]
+        lost_frames += unanswered
     if not storage:
         if ctx.has_tcp_transactions():
             return []  # portmapper/mount side connections reset: routine
