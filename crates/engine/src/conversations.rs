@@ -14,7 +14,6 @@
 //! the sender of the first frame is the client. The rule applied is kept per
 //! conversation (`client_rule`).
 
-use std::collections::HashMap;
 use std::net::IpAddr;
 
 use nastriage_net::{tcp_flags, IpInfo, TcpSegment};
@@ -109,7 +108,7 @@ fn key(src: Endpoint, dst: Endpoint) -> FlowKey {
 /// Assigns frames to conversations.
 #[derive(Default)]
 pub struct ConversationTable {
-    by_key: HashMap<FlowKey, u32>,
+    by_key: foldhash::HashMap<FlowKey, u32>,
     convs: Vec<Conversation>,
 }
 

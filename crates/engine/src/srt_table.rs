@@ -4,7 +4,7 @@
 //! version and operation — and the same broken down by client, by server, by
 //! file or share, and (for failed requests) by error status.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use arrow_array::builder::{
@@ -110,11 +110,11 @@ type GroupId = (u8, &'static str, u32, u32, u32, u32);
 /// The `srt` table, one transaction at a time (in any order).
 #[derive(Debug, Default)]
 pub(crate) struct SrtBuilder {
-    groups: HashMap<GroupId, Group>,
+    groups: foldhash::HashMap<GroupId, Group>,
     strings: Vec<String>,
-    ids: HashMap<String, u32>,
+    ids: foldhash::HashMap<String, u32>,
     ends: Vec<EndRef>,
-    end_ids: HashMap<EndRef, u32>,
+    end_ids: foldhash::HashMap<EndRef, u32>,
 }
 
 impl SrtBuilder {

@@ -3,8 +3,6 @@
 //! at once while those tables are built, so they are kept compact (names are
 //! numbered, options are flag bits) rather than as full [`Transaction`]s.
 
-use std::collections::HashMap;
-
 use crate::transactions::Transaction;
 
 /// First and last byte times of a request or reply.
@@ -61,9 +59,9 @@ pub(crate) struct Names {
     protocols: Vec<&'static str>,
     /// Operation name, and whether it moves file data.
     pub ops: Vec<(String, bool)>,
-    op_ids: HashMap<String, u32>,
+    op_ids: foldhash::HashMap<String, u32>,
     pub files: Vec<String>,
-    file_ids: HashMap<String, u32>,
+    file_ids: foldhash::HashMap<String, u32>,
 }
 
 impl Names {

@@ -63,7 +63,7 @@ struct UdpFlow {
 
 #[derive(Default)]
 pub struct AppLayer {
-    flows: HashMap<u32, Flow>,
+    flows: foldhash::HashMap<u32, Flow>,
     decode_as: DecodeAs,
     pub log: TransactionLog,
     /// State shared by the RPC parsers (file handle → name map).

@@ -36,7 +36,7 @@ pub(crate) mod tables;
 pub mod window;
 pub mod zero_window;
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 
 use nastriage_net::{IpInfo, TcpSegment};
 
@@ -122,7 +122,7 @@ struct Live {
 /// The TCP analyser of one pass.
 #[derive(Default)]
 pub struct TcpAnalyzer {
-    live: HashMap<u32, Live>,
+    live: foldhash::HashMap<u32, Live>,
     /// (close time, stream) of closed connections still held, oldest first.
     closing: VecDeque<(i64, u32)>,
     /// Streams seen so far (stream indices are dense, in order).
