@@ -12,6 +12,7 @@ pub mod concurrency;
 pub mod conversations;
 pub mod derived;
 mod driver;
+mod interner;
 mod orphan_table;
 mod pipeline;
 pub mod reassembly;

@@ -111,21 +111,14 @@ type GroupId = (u8, &'static str, u32, u32, u32, u32);
 #[derive(Debug, Default)]
 pub(crate) struct SrtBuilder {
     groups: foldhash::HashMap<GroupId, Group>,
-    strings: Vec<String>,
-    ids: foldhash::HashMap<String, u32>,
+    names: crate::interner::Interner,
     ends: Vec<EndRef>,
     end_ids: foldhash::HashMap<EndRef, u32>,
 }
 
 impl SrtBuilder {
     fn id(&mut self, s: &str) -> u32 {
-        if let Some(&i) = self.ids.get(s) {
-            return i;
-        }
-        let i = self.strings.len() as u32;
-        self.strings.push(s.to_string());
-        self.ids.insert(s.to_string(), i);
-        i
+        self.names.id(s)
     }
 
     fn end_id(&mut self, e: EndRef) -> u32 {
@@ -178,7 +171,7 @@ impl SrtBuilder {
     }
 
     pub(crate) fn finish(self, convs: &ConversationTable) -> RecordBatch {
-        let name = |i: u32| self.strings.get(i as usize).cloned().unwrap_or_default();
+        let name = |i: u32| self.names.name(i).to_string();
         let end_names: Vec<String> = self.ends.iter().map(|e| e.name(convs)).collect();
         let mut groups: BTreeMap<Key, Group> = BTreeMap::new();
         for ((by, p, v, op, code, key), g) in self.groups {

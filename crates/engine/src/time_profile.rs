@@ -385,15 +385,7 @@ fn profile(
     p.slow_frames = slow.iter().take(SLOW_FRAMES).map(|s| s.1).collect();
     p.by_op = by_op
         .into_iter()
-        .map(|(op, v)| {
-            (
-                names
-                    .ops
-                    .get(op as usize)
-                    .map_or_else(String::new, |o| o.0.clone()),
-                v,
-            )
-        })
+        .map(|(op, v)| (names.ops.name(op).to_string(), v))
         .collect();
     let mut files: Vec<(usize, u32, f64)> =
         by_file.into_iter().map(|(f, (i, v))| (i, f, v)).collect();
@@ -401,7 +393,7 @@ fn profile(
     p.by_file = files
         .into_iter()
         .take(TOP_FILES)
-        .map(|(_, f, v)| (names.files.get(f as usize).cloned().unwrap_or_default(), v))
+        .map(|(_, f, v)| (names.files.name(f).to_string(), v))
         .collect();
     protocols.sort_unstable();
     p.protocols = protocols;

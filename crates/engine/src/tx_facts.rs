@@ -3,6 +3,7 @@
 //! at once while those tables are built, so they are kept compact (names are
 //! numbered, options are flag bits) rather than as full [`Transaction`]s.
 
+use crate::interner::Interner;
 use crate::transactions::Transaction;
 
 /// First and last byte times of a request or reply.
@@ -57,11 +58,10 @@ pub(crate) struct TxFacts {
 #[derive(Debug, Default)]
 pub(crate) struct Names {
     protocols: Vec<&'static str>,
-    /// Operation name, and whether it moves file data.
-    pub ops: Vec<(String, bool)>,
-    op_ids: foldhash::HashMap<String, u32>,
-    pub files: Vec<String>,
-    file_ids: foldhash::HashMap<String, u32>,
+    /// Operation names, and whether each moves file data.
+    pub ops: Interner,
+    data_ops: Vec<bool>,
+    pub files: Interner,
 }
 
 impl Names {
@@ -78,23 +78,11 @@ impl Names {
     }
 
     fn op_id(&mut self, op: &str) -> u32 {
-        if let Some(&i) = self.op_ids.get(op) {
-            return i;
+        let n = self.ops.len();
+        let i = self.ops.id(op);
+        if self.ops.len() > n {
+            self.data_ops.push(crate::time_profile::is_data_op(op));
         }
-        let i = self.ops.len() as u32;
-        self.ops
-            .push((op.to_string(), crate::time_profile::is_data_op(op)));
-        self.op_ids.insert(op.to_string(), i);
-        i
-    }
-
-    fn file_id(&mut self, f: &str) -> u32 {
-        if let Some(&i) = self.file_ids.get(f) {
-            return i;
-        }
-        let i = self.files.len() as u32;
-        self.files.push(f.to_string());
-        self.file_ids.insert(f.to_string(), i);
         i
     }
 
@@ -106,7 +94,7 @@ impl Names {
     }
 
     pub fn is_data_op(&self, f: &TxFacts) -> bool {
-        self.ops.get(f.op as usize).is_some_and(|o| o.1)
+        self.data_ops.get(f.op as usize).copied().unwrap_or(false)
     }
 }
 
@@ -153,7 +141,7 @@ impl Facts {
             reply_count: t.reply_count.unwrap_or(0),
             stream: t.stream,
             op: self.names.op_id(&t.op),
-            file: file.map_or(0, |f| self.names.file_id(f)),
+            file: file.map_or(0, |f| self.names.files.id(f)),
             slot: t.slot.unwrap_or(0),
             highest_slot: t.highest_slot.unwrap_or(0),
             target_highest_slot: t.target_highest_slot.unwrap_or(0),
@@ -267,13 +255,7 @@ pub(crate) fn unanswered_table(facts: &Facts) -> arrow_array::RecordBatch {
         stream.append_value(f.stream);
         transport.append_value(if f.tcp() { "tcp" } else { "udp" });
         protocol.append_value(facts.names.protocol(f));
-        op.append_value(
-            facts
-                .names
-                .ops
-                .get(f.op as usize)
-                .map_or("", |o| o.0.as_str()),
-        );
+        op.append_value(facts.names.ops.name(f.op));
         frame.append_value(f.req_first_frame);
         time.append_value(f.req_first_ts);
     }
@@ -353,10 +335,7 @@ mod tests {
             (Some(65536), None, None)
         );
         assert_eq!((a.credit_charge(), a.credit_grant()), (Some(1), None));
-        assert_eq!(
-            a.file().map(|i| f.names.files[i as usize].as_str()),
-            Some("a.bin")
-        );
+        assert_eq!(a.file().map(|i| f.names.files.name(i)), Some("a.bin"));
         assert!(b.reply().is_none() && b.file().is_none());
         assert!(std::mem::size_of::<TxFacts>() <= 128);
     }

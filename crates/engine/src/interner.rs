@@ -1,0 +1,44 @@
+//! Names numbered in order of first appearance: per-request records keep a
+//! `u32` instead of a string (operation, file, endpoint, status names repeat
+//! across millions of requests).
+
+/// Strings and their numbers.
+#[derive(Debug, Default)]
+pub(crate) struct Interner {
+    names: Vec<String>,
+    ids: foldhash::HashMap<String, u32>,
+}
+
+impl Interner {
+    /// The number of `s`, given on first sight.
+    pub(crate) fn id(&mut self, s: &str) -> u32 {
+        if let Some(&i) = self.ids.get(s) {
+            return i;
+        }
+        let i = self.names.len() as u32;
+        self.names.push(s.to_string());
+        self.ids.insert(s.to_string(), i);
+        i
+    }
+
+    /// The name numbered `i` ("" for a number never given).
+    pub(crate) fn name(&self, i: u32) -> &str {
+        self.names.get(i as usize).map_or("", String::as_str)
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.names.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_in_order_of_first_sight() {
+        let mut n = Interner::default();
+        assert_eq!((n.id("READ"), n.id("WRITE"), n.id("READ")), (0, 1, 0));
+        assert_eq!((n.name(1), n.name(7), n.len()), ("WRITE", "", 2));
+    }
+}
