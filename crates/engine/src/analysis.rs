@@ -60,7 +60,7 @@ pub(crate) struct Digest {
     srt: RecordBatch,
     concurrency: crate::concurrency::ConcurrencyResult,
     profiles: Vec<crate::time_profile::TimeProfile>,
-    failed: Vec<crate::transactions::Transaction>,
+    failed: crate::tx_store::TxStore,
     unanswered: u64,
     unanswered_table: RecordBatch,
 }
@@ -138,7 +138,7 @@ impl Analysis {
             "failed_transactions" => {
                 let failed = &self.digest().failed;
                 Some(crate::transaction_table::transactions(
-                    failed.iter().cloned(),
+                    failed.iter(),
                     failed.len(),
                     &self.conversations,
                 ))
@@ -185,7 +185,7 @@ impl Analysis {
                 srt: d.srt.finish(&self.conversations),
                 concurrency,
                 profiles,
-                failed: d.failed.into_iter().map(|(_, t)| t).collect(),
+                failed: d.failed,
                 unanswered: d.unanswered,
             }
         })

@@ -13,8 +13,9 @@ pub struct Derived {
     /// Every transaction's compact facts, in emission order until
     /// [`Derived::into_request_order`].
     pub(crate) facts: Facts,
-    /// The failed requests (few), with their emission number.
-    pub(crate) failed: Vec<(u64, Transaction)>,
+    /// The failed requests, kept compressed like the log itself (a storm of
+    /// lookups of missing names fails every request).
+    pub(crate) failed: crate::tx_store::TxStore,
     pub(crate) unanswered: u64,
 }
 
@@ -25,15 +26,15 @@ impl Derived {
         self.facts.add(t, seq);
         self.unanswered += u64::from(t.reply.is_none());
         if crate::transaction_table::failed(t) {
-            self.failed.push((seq, t.clone()));
+            self.failed.push(t.clone());
         }
     }
 
-    /// Facts and failed requests in request order, as the log reads back.
+    /// Facts in request order, as the log reads back (the failed requests'
+    /// store reads back in that order itself).
     pub(crate) fn into_request_order(mut self) -> Self {
         self.facts.sort();
-        self.failed
-            .sort_by_key(|(s, t)| (t.request.first_frame, t.request.last_frame, *s));
+        self.failed.seal();
         self
     }
 }
