@@ -162,8 +162,11 @@ def test_congestion_control_hint(lab_dir: Path, run: str, side: str) -> None:
         return
     assert row["cc_direction"] == "s2c", why
     assert row["cc_hint"] == CC_RUNS[run], why
-    # Next to the sender the departures (paced or ACK-clocked) add to the reductions.
-    assert row["cc_confidence"] >= (0.6 if side == "server" else 0.4), why
+    # Next to the sender the departures (paced or ACK-clocked) add to the reductions. How
+    # many of BBR's departures look paced depends on the machine's timers and load (47 % to
+    # 85 % over runs here): below half they are worth 2 votes (confidence 0.55), above
+    # half 3 (0.65), so the floor is 0.5, still above what the receiver side can reach.
+    assert row["cc_confidence"] >= (0.5 if side == "server" else 0.4), why
     if side == "server":
         assert "departures paced" in row["cc_reasoning"], why
 
