@@ -8,6 +8,7 @@
 
 mod analysis;
 pub mod app;
+mod columns;
 pub mod concurrency;
 pub mod conversations;
 pub mod derived;

@@ -180,26 +180,18 @@ pub(crate) fn tcp_events(t: &TcpAnalysis, convs: &ConversationTable) -> RecordBa
 /// `tcp_flag_counts`: frames per Wireshark flag per conversation (only the
 /// flags seen), as tshark's expert info counts them.
 pub(crate) fn tcp_flag_counts(t: &crate::tcp::TcpAnalysis) -> RecordBatch {
-    let mut stream = arrow_array::builder::UInt32Builder::new();
-    let mut kind = StringBuilder::new();
-    let mut frames = arrow_array::builder::UInt64Builder::new();
-    for (s, counts) in t.flagged_streams() {
-        for (name, n) in counts.iter().filter(|(_, n)| *n > 0) {
-            stream.append_value(s);
-            kind.append_value(name);
-            frames.append_value(n);
-        }
-    }
-    let fields = vec![
-        Field::new("stream", DataType::UInt32, false),
-        Field::new("kind", DataType::Utf8, false),
-        Field::new("frames", DataType::UInt64, false),
-    ];
-    let cols: Vec<ArrayRef> = vec![
-        Arc::new(stream.finish()),
-        Arc::new(kind.finish()),
-        Arc::new(frames.finish()),
-    ];
-    RecordBatch::try_new(Arc::new(Schema::new(fields)), cols)
-        .unwrap_or_else(|e| panic!("tcp_flag_counts columns match their schema: {e}"))
+    let rows: Vec<(u32, &'static str, u64)> = t
+        .flagged_streams()
+        .flat_map(|(s, counts)| {
+            counts
+                .iter()
+                .filter(|(_, n)| *n > 0)
+                .map(move |(name, n)| (s, name, n))
+        })
+        .collect();
+    let mut k = crate::columns::Cols::default();
+    k.u32("stream", rows.iter().map(|r| r.0).collect());
+    k.str("kind", rows.iter().map(|r| r.1.to_string()).collect());
+    k.u64("frames", rows.iter().map(|r| r.2).collect());
+    k.finish("tcp_flag_counts")
 }

@@ -19,12 +19,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow_array::builder::{
-    Float64Builder, Int64Builder, ListBuilder, StringBuilder, UInt32Builder, UInt64Builder,
-};
+use arrow_array::builder::{Float64Builder, ListBuilder, StringBuilder, UInt64Builder};
 use arrow_array::{ArrayRef, RecordBatch};
-use arrow_schema::{DataType, Field, Schema};
 
+use crate::columns::Cols;
 use crate::concurrency::ConcurrencyResult;
 use crate::conversations::ConversationTable;
 use crate::tcp::TcpAnalysis;
@@ -444,6 +442,7 @@ pub(crate) fn profiles(
         .collect()
 }
 
+/// Names and values of a per-row list as two list columns.
 fn named_list(
     rows: &[TimeProfile],
     pick: impl Fn(&TimeProfile) -> &[(String, f64)],
@@ -461,88 +460,69 @@ fn named_list(
     [Arc::new(names.finish()), Arc::new(values.finish())]
 }
 
+fn frames_list(rows: &[TimeProfile], pick: impl Fn(&TimeProfile) -> &[u64]) -> ArrayRef {
+    let mut b = ListBuilder::new(UInt64Builder::new());
+    for r in rows {
+        b.values().append_slice(pick(r));
+        b.append(true);
+    }
+    Arc::new(b.finish())
+}
+
 /// The `time_profile` table (docs/transactions.md lists its columns).
 pub(crate) fn table(rows: &[TimeProfile]) -> RecordBatch {
-    let mut fields: Vec<Field> = Vec::new();
-    let mut arrays: Vec<ArrayRef> = Vec::new();
-    let mut push = |name: &str, arr: ArrayRef| {
-        let nullable = matches!(arr.data_type(), DataType::List(_));
-        fields.push(Field::new(name, arr.data_type().clone(), nullable));
-        arrays.push(arr);
-    };
-    let u64c = |f: &dyn Fn(&TimeProfile) -> u64| -> ArrayRef {
-        let mut b = UInt64Builder::with_capacity(rows.len());
-        rows.iter().for_each(|r| b.append_value(f(r)));
-        Arc::new(b.finish())
-    };
-    let i64c = |f: &dyn Fn(&TimeProfile) -> i64| -> ArrayRef {
-        let mut b = Int64Builder::with_capacity(rows.len());
-        rows.iter().for_each(|r| b.append_value(f(r)));
-        Arc::new(b.finish())
-    };
-    let f64c = |f: &dyn Fn(&TimeProfile) -> f64| -> ArrayRef {
-        let mut b = Float64Builder::with_capacity(rows.len());
-        rows.iter().for_each(|r| b.append_value(f(r)));
-        Arc::new(b.finish())
-    };
-    let mut stream = UInt32Builder::with_capacity(rows.len());
-    rows.iter().for_each(|r| stream.append_value(r.stream));
-    push("stream", Arc::new(stream.finish()));
-    push("transactions", u64c(&|r| r.transactions));
-    push("answered", u64c(&|r| r.answered));
-    push("span_ns", i64c(&|r| r.span_ns));
+    let mut k = Cols::default();
+    let col = |f: &dyn Fn(&TimeProfile) -> i64| rows.iter().map(f).collect::<Vec<i64>>();
+    let fcol = |f: &dyn Fn(&TimeProfile) -> f64| rows.iter().map(f).collect::<Vec<f64>>();
+    let ucol = |f: &dyn Fn(&TimeProfile) -> u64| rows.iter().map(f).collect::<Vec<u64>>();
+    k.u32("stream", rows.iter().map(|r| r.stream).collect());
+    k.u64("transactions", ucol(&|r| r.transactions));
+    k.u64("answered", ucol(&|r| r.answered));
+    k.i64("span_ns", col(&|r| r.span_ns));
     for (i, state) in ["transfer", "server", "network"].iter().enumerate() {
-        push(&format!("{state}_ns"), i64c(&|r| r.ns[i]));
+        k.i64(&format!("{state}_ns"), col(&|r| r.ns[i]));
     }
     for (i, state) in ["transfer", "server", "network"].iter().enumerate() {
-        push(&format!("data_{state}_ns"), i64c(&|r| r.data_ns[i]));
+        k.i64(&format!("data_{state}_ns"), col(&|r| r.data_ns[i]));
     }
-    push("client_rtt_ms", f64c(&|r| r.client_rtt_ms));
-    push("server_rtt_ms", f64c(&|r| r.server_rtt_ms));
-    let mut src = StringBuilder::new();
-    rows.iter().for_each(|r| src.append_value(r.rtt_source));
-    push("rtt_source", Arc::new(src.finish()));
-    push("processing_median_ms", f64c(&|r| r.processing_median_ms));
-    push("processing_p90_ms", f64c(&|r| r.processing_p90_ms));
+    k.f64("client_rtt_ms", fcol(&|r| r.client_rtt_ms));
+    k.f64("server_rtt_ms", fcol(&|r| r.server_rtt_ms));
+    k.str(
+        "rtt_source",
+        rows.iter().map(|r| r.rtt_source.to_string()).collect(),
+    );
+    k.f64("processing_median_ms", fcol(&|r| r.processing_median_ms));
+    k.f64("processing_p90_ms", fcol(&|r| r.processing_p90_ms));
     let [op_names, op_ms] = named_list(rows, |r| &r.by_op);
-    push("processing_ops", op_names);
-    push("processing_ops_ms", op_ms);
+    k.push("processing_ops", true, op_names);
+    k.push("processing_ops_ms", true, op_ms);
     let [file_names, file_ms] = named_list(rows, |r| &r.by_file);
-    push("processing_files", file_names);
-    push("processing_files_ms", file_ms);
-    push("data_bytes", u64c(&|r| r.data_bytes));
-    push("io_bytes", u64c(&|r| r.io_bytes));
-    push("io_requests", u64c(&|r| r.io_requests));
-    push("metadata_requests", u64c(&|r| r.metadata_requests));
-    push("metadata_only_ns", i64c(&|r| r.metadata_only_ns));
-    push("outstanding_ns", i64c(&|r| r.outstanding_ns));
-    let mut maxo = UInt32Builder::with_capacity(rows.len());
-    rows.iter()
-        .for_each(|r| maxo.append_value(r.max_outstanding));
-    push("max_outstanding", Arc::new(maxo.finish()));
-    push("at_max_fraction", f64c(&|r| r.at_max_fraction));
-    push("mean_outstanding_busy", f64c(&|r| r.mean_outstanding_busy));
-    let mut slow = ListBuilder::new(UInt64Builder::new());
+    k.push("processing_files", true, file_names);
+    k.push("processing_files_ms", true, file_ms);
+    k.u64("data_bytes", ucol(&|r| r.data_bytes));
+    k.u64("io_bytes", ucol(&|r| r.io_bytes));
+    k.u64("io_requests", ucol(&|r| r.io_requests));
+    k.u64("metadata_requests", ucol(&|r| r.metadata_requests));
+    k.i64("metadata_only_ns", col(&|r| r.metadata_only_ns));
+    k.i64("outstanding_ns", col(&|r| r.outstanding_ns));
+    k.u32(
+        "max_outstanding",
+        rows.iter().map(|r| r.max_outstanding).collect(),
+    );
+    k.f64("at_max_fraction", fcol(&|r| r.at_max_fraction));
+    k.f64("mean_outstanding_busy", fcol(&|r| r.mean_outstanding_busy));
+    k.push("slow_frames", true, frames_list(rows, |r| &r.slow_frames));
     let mut protos = ListBuilder::new(StringBuilder::new());
     for r in rows {
-        slow.values().append_slice(&r.slow_frames);
-        slow.append(true);
         r.protocols
             .iter()
             .for_each(|p| protos.values().append_value(p));
         protos.append(true);
     }
-    push("slow_frames", Arc::new(slow.finish()));
-    push("protocols", Arc::new(protos.finish()));
-    push("response_median_ms", f64c(&|r| r.response_median_ms));
-    let mut first = ListBuilder::new(UInt64Builder::new());
-    for r in rows {
-        first.values().append_slice(&r.first_frames);
-        first.append(true);
-    }
-    push("first_frames", Arc::new(first.finish()));
-    RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)
-        .unwrap_or_else(|e| panic!("time_profile columns match their schema: {e}"))
+    k.push("protocols", true, Arc::new(protos.finish()));
+    k.f64("response_median_ms", fcol(&|r| r.response_median_ms));
+    k.push("first_frames", true, frames_list(rows, |r| &r.first_frames));
+    k.finish("time_profile")
 }
 
 #[cfg(test)]

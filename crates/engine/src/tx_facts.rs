@@ -239,48 +239,28 @@ impl TxFacts {
 /// `unanswered_requests`: the requests whose reply was not seen, in request
 /// order (one row each: what a reset or a stalled server left hanging).
 pub(crate) fn unanswered_table(facts: &Facts) -> arrow_array::RecordBatch {
-    use arrow_array::builder::{
-        StringBuilder, TimestampNanosecondBuilder, UInt32Builder, UInt64Builder,
-    };
-    use arrow_schema::{DataType, Field, Schema, TimeUnit};
-    use std::sync::Arc;
-
-    let mut stream = UInt32Builder::new();
-    let mut transport = StringBuilder::new();
-    let mut protocol = StringBuilder::new();
-    let mut op = StringBuilder::new();
-    let mut frame = UInt64Builder::new();
-    let mut time = TimestampNanosecondBuilder::new().with_timezone("UTC");
-    for f in facts.txs.iter().filter(|f| f.reply().is_none()) {
-        stream.append_value(f.stream);
-        transport.append_value(if f.tcp() { "tcp" } else { "udp" });
-        protocol.append_value(facts.names.protocol(f));
-        op.append_value(facts.names.ops.name(f.op));
-        frame.append_value(f.req_first_frame);
-        time.append_value(f.req_first_ts);
-    }
-    let fields = vec![
-        Field::new("stream", DataType::UInt32, false),
-        Field::new("transport", DataType::Utf8, false),
-        Field::new("protocol", DataType::Utf8, false),
-        Field::new("op", DataType::Utf8, false),
-        Field::new("request_first_frame", DataType::UInt64, false),
-        Field::new(
-            "request_first_time",
-            DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into())),
-            false,
-        ),
-    ];
-    let cols: Vec<arrow_array::ArrayRef> = vec![
-        Arc::new(stream.finish()),
-        Arc::new(transport.finish()),
-        Arc::new(protocol.finish()),
-        Arc::new(op.finish()),
-        Arc::new(frame.finish()),
-        Arc::new(time.finish()),
-    ];
-    arrow_array::RecordBatch::try_new(Arc::new(Schema::new(fields)), cols)
-        .unwrap_or_else(|e| panic!("unanswered_requests columns match their schema: {e}"))
+    let rows: Vec<&TxFacts> = facts.txs.iter().filter(|f| f.reply().is_none()).collect();
+    let mut k = crate::columns::Cols::default();
+    k.u32("stream", rows.iter().map(|f| f.stream).collect());
+    let transport = |f: &&TxFacts| if f.tcp() { "tcp" } else { "udp" }.to_string();
+    k.str("transport", rows.iter().map(transport).collect());
+    let protocol = |f: &&TxFacts| facts.names.protocol(f).to_string();
+    k.str("protocol", rows.iter().map(protocol).collect());
+    k.str(
+        "op",
+        rows.iter()
+            .map(|f| facts.names.ops.name(f.op).to_string())
+            .collect(),
+    );
+    k.u64(
+        "request_first_frame",
+        rows.iter().map(|f| f.req_first_frame).collect(),
+    );
+    k.ts(
+        "request_first_time",
+        rows.iter().map(|f| f.req_first_ts).collect(),
+    );
+    k.finish("unanswered_requests")
 }
 
 #[cfg(test)]

@@ -3,13 +3,7 @@
 //! named from the conversation's client (`c2s`, `s2c`), sides `client` and
 //! `server`; documented column by column in docs/tcp-analysis.md.
 
-use std::sync::Arc;
-
-use arrow_array::{
-    ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray,
-    TimestampNanosecondArray, UInt16Array, UInt32Array, UInt64Array, UInt8Array,
-};
-use arrow_schema::{Field, Schema};
+use arrow_array::RecordBatch;
 
 use super::capture_point::{self, Evidence, Point};
 use super::limitation::Limit;
@@ -17,66 +11,8 @@ use super::metrics::{ConnSummary, SideRtt};
 use super::retrans_class::{LossSite, RetransClass};
 use super::segments::{flags_text, SegPoint};
 use super::TcpAnalysis;
+use crate::columns::Cols;
 use crate::conversations::ConversationTable;
-
-/// Columns under construction.
-#[derive(Default)]
-struct Cols {
-    fields: Vec<Field>,
-    arrays: Vec<ArrayRef>,
-}
-
-impl Cols {
-    fn push(&mut self, name: &str, nullable: bool, a: ArrayRef) {
-        self.fields
-            .push(Field::new(name, a.data_type().clone(), nullable));
-        self.arrays.push(a);
-    }
-    fn u8o(&mut self, name: &str, v: Vec<Option<u8>>) {
-        self.push(name, true, Arc::new(UInt8Array::from(v)));
-    }
-    fn u16o(&mut self, name: &str, v: Vec<Option<u16>>) {
-        self.push(name, true, Arc::new(UInt16Array::from(v)));
-    }
-    fn u32(&mut self, name: &str, v: Vec<u32>) {
-        self.push(name, false, Arc::new(UInt32Array::from(v)));
-    }
-    fn u64(&mut self, name: &str, v: Vec<u64>) {
-        self.push(name, false, Arc::new(UInt64Array::from(v)));
-    }
-    fn u64o(&mut self, name: &str, v: Vec<Option<u64>>) {
-        self.push(name, true, Arc::new(UInt64Array::from(v)));
-    }
-    fn i64(&mut self, name: &str, v: Vec<i64>) {
-        self.push(name, false, Arc::new(Int64Array::from(v)));
-    }
-    fn i64o(&mut self, name: &str, v: Vec<Option<i64>>) {
-        self.push(name, true, Arc::new(Int64Array::from(v)));
-    }
-    fn f64(&mut self, name: &str, v: Vec<f64>) {
-        self.push(name, false, Arc::new(Float64Array::from(v)));
-    }
-    fn f64o(&mut self, name: &str, v: Vec<Option<f64>>) {
-        self.push(name, true, Arc::new(Float64Array::from(v)));
-    }
-    fn bool(&mut self, name: &str, v: Vec<bool>) {
-        self.push(name, false, Arc::new(BooleanArray::from(v)));
-    }
-    fn str(&mut self, name: &str, v: Vec<String>) {
-        self.push(name, false, Arc::new(StringArray::from(v)));
-    }
-    fn stro(&mut self, name: &str, v: Vec<Option<String>>) {
-        self.push(name, true, Arc::new(StringArray::from(v)));
-    }
-    fn ts(&mut self, name: &str, v: Vec<i64>) {
-        let a = TimestampNanosecondArray::from(v).with_timezone("UTC");
-        self.push(name, false, Arc::new(a));
-    }
-    fn finish(self, what: &str) -> RecordBatch {
-        RecordBatch::try_new(Arc::new(Schema::new(self.fields)), self.arrays)
-            .unwrap_or_else(|e| panic!("{what} columns match their schema: {e}"))
-    }
-}
 
 fn ms(ns: f64) -> f64 {
     ns / 1e6
