@@ -47,22 +47,38 @@ pub struct Analysis {
     pub(crate) conversations: ConversationTable,
     pub(crate) tcp: TcpAnalysis,
     pub(crate) transactions: TransactionLog,
-    /// Derived from `transactions` in one reading of the log, on first use
-    /// by any table or counter that needs it.
-    pub(crate) digest: std::sync::OnceLock<Digest>,
-    /// What the pass gathered for the digest (taken by it).
-    pub(crate) derived: std::sync::Mutex<Option<crate::derived::Derived>>,
+    /// The tables derived from the transactions, made once after the pass.
+    pub(crate) digest: Digest,
 }
 
 /// Everything derived from the transactions that is not the transactions
-/// themselves: one reading of the (compressed) log feeds them all.
+/// themselves, made from what was gathered as each was logged
+/// ([`crate::derived::Derived`]): the compressed log is not read again.
 pub(crate) struct Digest {
     srt: RecordBatch,
     concurrency: crate::concurrency::ConcurrencyResult,
     profiles: Vec<crate::time_profile::TimeProfile>,
     failed: crate::tx_store::TxStore,
-    unanswered: u64,
-    unanswered_table: RecordBatch,
+    unanswered: RecordBatch,
+}
+
+impl Digest {
+    pub(crate) fn new(
+        derived: crate::derived::Derived,
+        tcp: &TcpAnalysis,
+        convs: &ConversationTable,
+    ) -> Self {
+        let d = derived.into_request_order();
+        let concurrency = crate::concurrency::analyze_facts(&d.facts, None);
+        let profiles = crate::time_profile::profiles(&d.facts, tcp, convs, &concurrency);
+        Digest {
+            unanswered: crate::tx_facts::unanswered_table(&d.facts),
+            srt: d.srt.finish(convs),
+            concurrency,
+            profiles,
+            failed: d.failed,
+        }
+    }
 }
 
 impl Analysis {
@@ -118,25 +134,23 @@ impl Analysis {
                 &self.tcp,
                 &self.conversations,
             )),
-            "concurrency" => Some(crate::concurrency::summary_table(
-                &self.digest().concurrency,
-            )),
-            "outstanding_at_arrival" => Some(crate::concurrency::arrival_table(
-                &self.digest().concurrency,
-            )),
+            "concurrency" => Some(crate::concurrency::summary_table(&self.digest.concurrency)),
+            "outstanding_at_arrival" => {
+                Some(crate::concurrency::arrival_table(&self.digest.concurrency))
+            }
             "outstanding_series" => {
-                Some(crate::concurrency::series_table(&self.digest().concurrency))
+                Some(crate::concurrency::series_table(&self.digest.concurrency))
             }
             "orphan_replies" => Some(crate::orphan_table::orphan_replies(&self.transactions)),
-            "srt" => Some(self.digest().srt.clone()),
+            "srt" => Some(self.digest.srt.clone()),
             "transactions" => Some(crate::transaction_table::transactions(
                 self.transactions.transactions.iter(),
                 self.transactions.transactions.len(),
                 &self.conversations,
             )),
-            "unanswered_requests" => Some(self.digest().unanswered_table.clone()),
+            "unanswered_requests" => Some(self.digest.unanswered.clone()),
             "failed_transactions" => {
-                let failed = &self.digest().failed;
+                let failed = &self.digest.failed;
                 Some(crate::transaction_table::transactions(
                     failed.iter(),
                     failed.len(),
@@ -145,50 +159,14 @@ impl Analysis {
             }
             "tcp_events" => Some(tables::tcp_events(&self.tcp, &self.conversations)),
             "tcp_flag_counts" => Some(tables::tcp_flag_counts(&self.tcp)),
-            "time_profile" => Some(crate::time_profile::table(&self.digest().profiles)),
+            "time_profile" => Some(crate::time_profile::table(&self.digest.profiles)),
             _ => None,
         }
     }
 
     /// Where each connection's time goes (see `time_profile`).
     pub fn time_profiles(&self) -> &[crate::time_profile::TimeProfile] {
-        &self.digest().profiles
-    }
-
-    fn digest(&self) -> &Digest {
-        self.digest.get_or_init(|| {
-            // Gathered while the log filled (the pass hands it over once);
-            // otherwise read again from the log, with the same result.
-            let taken = match self.derived.lock() {
-                Ok(mut g) => g.take(),
-                Err(poisoned) => poisoned.into_inner().take(),
-            };
-            let d = taken
-                .unwrap_or_else(|| {
-                    let mut d = crate::derived::Derived::default();
-                    for (i, t) in self.transactions.transactions.iter().enumerate() {
-                        d.add(&t, i as u64);
-                    }
-                    d
-                })
-                .into_request_order();
-            let concurrency = crate::concurrency::analyze_facts(&d.facts, None);
-            let profiles = crate::time_profile::profiles(
-                &d.facts,
-                &self.tcp,
-                &self.conversations,
-                &concurrency,
-            );
-            let unanswered_table = crate::tx_facts::unanswered_table(&d.facts);
-            Digest {
-                unanswered_table,
-                srt: d.srt.finish(&self.conversations),
-                concurrency,
-                profiles,
-                failed: d.failed,
-                unanswered: d.unanswered,
-            }
-        })
+        &self.digest.profiles
     }
 
     /// Counters of the application-layer parsers: requests without a
@@ -196,7 +174,7 @@ impl Analysis {
     /// SMB messages that could not be analysed (encrypted, compressed, SMB1).
     pub fn app_stats(&self) -> Vec<(&'static str, u64)> {
         let t = &self.transactions;
-        let unanswered = self.digest().unanswered;
+        let unanswered = self.digest.unanswered.num_rows() as u64;
         vec![
             ("transactions", t.transactions.len() as u64),
             ("unanswered_requests", unanswered),

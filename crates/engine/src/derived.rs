@@ -1,6 +1,6 @@
 //! What is gathered from each transaction as it is logged, so that the
-//! tables derived from all of them (srt, concurrency, time profile, failed
-//! requests, counters) need no second reading of the compressed log.
+//! tables derived from all of them (srt, concurrency, time profile, failed and
+//! unanswered requests) need no second reading of the compressed log.
 
 use crate::srt_table::SrtBuilder;
 use crate::transactions::Transaction;
@@ -16,7 +16,6 @@ pub struct Derived {
     /// The failed requests, kept compressed like the log itself (a storm of
     /// lookups of missing names fails every request).
     pub(crate) failed: crate::tx_store::TxStore,
-    pub(crate) unanswered: u64,
 }
 
 impl Derived {
@@ -24,7 +23,6 @@ impl Derived {
     pub(crate) fn add(&mut self, t: &Transaction, seq: u64) {
         self.srt.add(t);
         self.facts.add(t, seq);
-        self.unanswered += u64::from(t.reply.is_none());
         if crate::transaction_table::failed(t) {
             self.failed.push(t.clone());
         }

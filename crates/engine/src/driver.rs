@@ -266,7 +266,7 @@ pub fn analyze(paths: &[String], mut opts: AnalyzeOptions<'_>) -> Result<Analysi
         })
         .collect();
     warnings.extend(tcp.warnings());
-    let derived = std::mem::take(&mut log.derived);
+    let digest = crate::analysis::Digest::new(std::mem::take(&mut log.derived), &tcp, &convs);
     // The parsers' warnings (records not decoded, tables full).
     warnings.extend(log.warnings.iter().cloned());
     Ok(Analysis {
@@ -277,8 +277,7 @@ pub fn analyze(paths: &[String], mut opts: AnalyzeOptions<'_>) -> Result<Analysi
         conversations: convs,
         tcp,
         transactions: log,
-        digest: std::sync::OnceLock::new(),
-        derived: std::sync::Mutex::new(Some(derived)),
+        digest,
     })
 }
 
