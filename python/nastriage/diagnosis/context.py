@@ -245,6 +245,9 @@ def _txs(t: Any) -> list[Tx]:
     return out
 
 
+#: The engine's summary tables (see ``Context.summarised``).
+_SUMMARIES = ("time_profile", "failed_transactions", "unanswered_requests", "srt", "concurrency")
+
 _ENCRYPTED_WARNING = re.compile(r"tcp\.stream (\d+): (\d+) encrypted SMB3 message")
 
 
@@ -261,6 +264,14 @@ class Context:
 
     def has(self, name: str) -> bool:
         return name in self._names
+
+    @property
+    def summarised(self) -> bool:
+        """The engine's summaries of the transactions are here (``time_profile``,
+        ``failed_transactions``, ``unanswered_requests``, with ``srt`` and ``concurrency``):
+        the rules read them and never load every request. Hand-made tables (tests, older
+        engines) lack them; the rules then derive the same from ``transactions``."""
+        return all(self.has(n) for n in _SUMMARIES)
 
     def table(self, name: str) -> Any | None:
         if name not in self._names:
@@ -401,7 +412,7 @@ class Context:
     def unanswered_storage_frames(self, stream: int) -> list[int] | None:
         """Frames of the NFS/SMB requests of one connection that got no reply, in request
         order; None when the connection carried no NFS/SMB request."""
-        if self.has("unanswered_requests") and self.has("concurrency"):  # the engine's
+        if self.summarised:
             if stream not in self.concurrency:
                 return None
             return self._cached("unanswered", self._build_unanswered).get(stream, [])  # type: ignore[no-any-return]
@@ -425,8 +436,8 @@ class Context:
 
     def has_tcp_transactions(self) -> bool:
         """Whether the capture holds any NFS/RPC or SMB transaction over TCP."""
-        if self.has("unanswered_requests") and self.has("concurrency"):
-            # The engine's concurrency table has a row per TCP connection with requests.
+        if self.summarised:
+            # The concurrency table has a row per TCP connection with requests.
             conc = self.table("concurrency")
             return conc is not None and conc.num_rows > 0
         if "tx" in self._cache:
@@ -445,7 +456,7 @@ class Context:
     def transaction_totals(self) -> tuple[int, float]:
         """(requests, summed response time in ms) over every transaction, TCP and UDP."""
         srt = self.table("srt")
-        if srt is not None and "transactions" in self._names:  # the engine's own tables
+        if srt is not None and self.summarised:
             calls = busy = 0.0
             for r in rows(srt, ("breakdown", "calls", "sum_ms")):
                 if r["breakdown"] == "op":
@@ -469,9 +480,8 @@ class Context:
     def failed_transactions(self) -> list[Tx]:
         """Transactions answered with an error (a non-zero status or an RPC-level failure),
         TCP and UDP, in request order: only these rows become Python objects."""
-        failed_table = self.table("failed_transactions")
-        if failed_table is not None:
-            return _txs(failed_table)
+        if self.summarised:
+            return _txs(self.table("failed_transactions"))
         t = self.table("transactions")
         if t is None or t.num_rows == 0:
             return []
@@ -502,7 +512,7 @@ class Context:
 
         def build() -> dict[int, dict[str, Any]] | None:
             t = self.table("time_profile")
-            if t is None:
+            if t is None or not self.summarised:
                 return None
             return {int(r["stream"]): r for r in rows(t)}
 
@@ -687,7 +697,7 @@ class Context:
             m = _ENCRYPTED_WARNING.search(w)
             if m:
                 out[int(m.group(1))] = out.get(int(m.group(1)), 0) + int(m.group(2))
-        if self.has("time_profile"):
+        if self.summarised:
             # The engine cannot turn encrypted messages into transactions: its warnings
             # are the whole story (and its transaction table is not loaded for it).
             return out
