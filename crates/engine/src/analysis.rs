@@ -68,11 +68,28 @@ impl Digest {
         tcp: &TcpAnalysis,
         convs: &ConversationTable,
     ) -> Self {
-        let d = derived.into_request_order();
-        let concurrency = crate::concurrency::analyze_facts(&d.facts, None);
-        let profiles = crate::time_profile::profiles(&d.facts, tcp, convs, &concurrency);
+        let d = derived.seal();
+        // One connection's facts at a time: its concurrency rows, then its
+        // time profile (which reads them).
+        let interval = crate::concurrency::interval_for(&d.facts);
+        let mut concurrency = crate::concurrency::ConcurrencyResult::new(interval);
+        let mut profiles = Vec::new();
+        let mut unanswered = Vec::new();
+        d.facts.for_each_stream(|tcp_stream, stream, txs| {
+            unanswered.extend(txs.iter().filter(|t| t.reply().is_none()).copied());
+            if !tcp_stream {
+                return;
+            }
+            let first = concurrency.conns.len();
+            concurrency.add_stream(stream, &txs, &d.facts.names);
+            let rows = &concurrency.conns[first..];
+            let names = &d.facts.names;
+            profiles.extend(crate::time_profile::stream_profile(
+                stream, &txs, names, tcp, convs, rows,
+            ));
+        });
         Digest {
-            unanswered: crate::tx_facts::unanswered_table(&d.facts),
+            unanswered: crate::tx_facts::unanswered_table(unanswered, &d.facts),
             srt: d.srt.finish(convs),
             concurrency,
             profiles,

@@ -20,7 +20,7 @@ use arrow_schema::{DataType, Field, Schema, TimeUnit};
 
 #[cfg(test)]
 use crate::transactions::{Transaction, TransactionLog};
-use crate::tx_facts::{Facts, TxFacts};
+use crate::tx_facts::{Facts, Names, TxFacts};
 
 /// Series interval from a duration: about 500 bins, clamped to [1 ms, 10 s].
 pub fn default_interval_ns(duration_ns: i64) -> i64 {
@@ -86,36 +86,53 @@ fn bytes_moved(t: &TxFacts) -> u64 {
     t.reply_count().or(t.count()).unwrap_or(0)
 }
 
-/// The concurrency analysis of a log (tests; the engine feeds
-/// [`analyze_facts`] from its one reading of the log).
+/// The concurrency analysis of a log (tests; the engine adds each
+/// connection's facts as it builds its digest, see `analysis.rs`).
 #[cfg(test)]
 pub(crate) fn analyze(log: &TransactionLog, interval_ns: Option<i64>) -> ConcurrencyResult {
     let mut facts = Facts::default();
     for (i, t) in log.transactions.iter().enumerate() {
         facts.add(&t, i as u64);
     }
-    analyze_facts(&facts, interval_ns)
+    let mut r = ConcurrencyResult::new(interval_ns.unwrap_or_else(|| interval_for(&facts)));
+    facts.for_each_stream(|tcp, stream, txs| {
+        if tcp {
+            r.add_stream(stream, &txs, &facts.names);
+        }
+    });
+    r
 }
 
-pub(crate) fn analyze_facts(facts: &Facts, interval_ns: Option<i64>) -> ConcurrencyResult {
-    let mut by_stream: BTreeMap<(u32, &'static str), Vec<&TxFacts>> = BTreeMap::new();
-    for t in &facts.txs {
-        if t.tcp() {
-            by_stream
-                .entry((t.stream, facts.names.protocol(t)))
-                .or_default()
-                .push(t);
+/// The series interval for these facts' time span.
+pub(crate) fn interval_for(facts: &Facts) -> i64 {
+    let (lo, hi) = facts.span().unwrap_or((0, 0));
+    default_interval_ns(hi.saturating_sub(lo).max(0))
+}
+
+impl ConcurrencyResult {
+    pub(crate) fn new(interval_ns: i64) -> Self {
+        ConcurrencyResult {
+            conns: Vec::new(),
+            series: Vec::new(),
+            interval_ns,
         }
     }
-    let (mut lo, mut hi) = (i64::MAX, i64::MIN);
-    for t in &facts.txs {
-        lo = lo.min(t.req_first_ts);
-        hi = hi.max(t.reply().map_or(t.req_last_ts, |r| r.last_ts));
+
+    /// Add one TCP connection from its facts in request order: a row per
+    /// protocol on it, in protocol-name order.
+    pub(crate) fn add_stream(&mut self, stream: u32, all: &[TxFacts], names: &Names) {
+        let mut by_protocol: BTreeMap<&'static str, Vec<&TxFacts>> = BTreeMap::new();
+        for t in all {
+            by_protocol.entry(names.protocol(t)).or_default().push(t);
+        }
+        for (protocol, txs) in by_protocol {
+            self.add_protocol(stream, protocol, &txs);
+        }
     }
-    let interval = interval_ns.unwrap_or_else(|| default_interval_ns(hi.saturating_sub(lo).max(0)));
-    let mut conns = Vec::new();
-    let mut series = Vec::new();
-    for ((stream, protocol), txs) in by_stream {
+
+    fn add_protocol(&mut self, stream: u32, protocol: &'static str, txs: &[&TxFacts]) {
+        let interval = self.interval_ns;
+        let (conns, series) = (&mut self.conns, &mut self.series);
         let end = txs
             .iter()
             .map(|t| t.reply().map_or(t.req_last_ts, |r| r.last_ts))
@@ -131,7 +148,7 @@ pub(crate) fn analyze_facts(facts: &Facts, interval_ns: Option<i64>) -> Concurre
             ..Default::default()
         };
         let (mut req_bytes, mut srt_sum, mut srt_n, mut moved) = (0u64, 0i64, 0u64, 0u64);
-        for t in &txs {
+        for t in txs {
             let charge = if smb {
                 i64::from(t.credit_charge().unwrap_or(1).max(1))
             } else {
@@ -284,11 +301,6 @@ pub(crate) fn analyze_facts(facts: &Facts, interval_ns: Option<i64>) -> Concurre
             c.max_credit_balance = Some(max_bal);
         }
         conns.push(c);
-    }
-    ConcurrencyResult {
-        conns,
-        series,
-        interval_ns: interval,
     }
 }
 

@@ -10,8 +10,7 @@ use crate::tx_facts::Facts;
 #[derive(Debug, Default)]
 pub struct Derived {
     pub(crate) srt: SrtBuilder,
-    /// Every transaction's compact facts, in emission order until
-    /// [`Derived::into_request_order`].
+    /// Every transaction's compact facts, by connection.
     pub(crate) facts: Facts,
     /// The failed requests, kept compressed like the log itself (a storm of
     /// lookups of missing names fails every request).
@@ -28,10 +27,8 @@ impl Derived {
         }
     }
 
-    /// Facts in request order, as the log reads back (the failed requests'
-    /// store reads back in that order itself).
-    pub(crate) fn into_request_order(mut self) -> Self {
-        self.facts.sort();
+    /// No more transactions.
+    pub(crate) fn seal(mut self) -> Self {
         self.failed.seal();
         self
     }

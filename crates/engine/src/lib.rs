@@ -17,6 +17,7 @@ mod interner;
 mod orphan_table;
 mod pipeline;
 pub mod reassembly;
+mod spill;
 mod srt_table;
 mod tables;
 pub mod tcp;

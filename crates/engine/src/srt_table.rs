@@ -14,6 +14,7 @@ use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
 
 use crate::conversations::ConversationTable;
+use crate::spill::{Span, Spill};
 use crate::transactions::Transaction;
 
 /// Histogram buckets: bucket 0 holds SRT < 1 µs, bucket i (i ≥ 1) holds
@@ -41,12 +42,57 @@ fn percentile(sorted: &[i64], p: f64) -> f64 {
     sorted[lo] as f64 + (sorted[hi] - sorted[lo]) as f64 * frac
 }
 
+/// Response times per spilled block (8 KB).
+const SAMPLES_BLOCK: usize = 1024;
+
+/// A group's response times: the newest in memory, full blocks in the
+/// spill (exact percentiles need every one, but only at the end, and one
+/// group at a time).
+#[derive(Debug, Default)]
+struct Samples {
+    tail: Vec<i64>,
+    blocks: Vec<Span>,
+}
+
+impl Samples {
+    fn push(&mut self, ns: i64, spill: &mut Spill) {
+        self.tail.push(ns);
+        if self.tail.len() >= SAMPLES_BLOCK {
+            let bytes = self.tail.iter().flat_map(|v| v.to_le_bytes()).collect();
+            self.blocks.push(spill.put(bytes));
+            self.tail.clear();
+        }
+    }
+
+    fn load_into(&self, out: &mut Vec<i64>, spill: &Spill) {
+        for span in &self.blocks {
+            let bytes = spill.get(*span);
+            out.extend(
+                bytes
+                    .chunks_exact(8)
+                    .filter_map(|c| c.try_into().ok().map(i64::from_le_bytes)),
+            );
+        }
+        out.extend_from_slice(&self.tail);
+    }
+}
+
 #[derive(Debug, Default)]
 struct Group {
     calls: u64,
     errors: u64,
     unanswered: u64,
-    srt: Vec<i64>,
+    srt: Samples,
+}
+
+/// Groups of different connections whose endpoints name the same
+/// host:port, summed.
+#[derive(Debug, Default)]
+struct Merged {
+    calls: u64,
+    errors: u64,
+    unanswered: u64,
+    srt: Vec<Samples>,
 }
 
 type Key = (&'static str, &'static str, u32, String, u32, String);
@@ -114,6 +160,7 @@ pub(crate) struct SrtBuilder {
     names: crate::interner::Interner,
     ends: Vec<EndRef>,
     end_ids: foldhash::HashMap<EndRef, u32>,
+    spill: Spill,
 }
 
 impl SrtBuilder {
@@ -161,7 +208,7 @@ impl SrtBuilder {
                 .or_default();
             g.calls += 1;
             match t.srt_ns() {
-                Some(s) => g.srt.push(s),
+                Some(s) => g.srt.push(s, &mut self.spill),
                 None => g.unanswered += 1,
             }
             if failed {
@@ -173,7 +220,7 @@ impl SrtBuilder {
     pub(crate) fn finish(self, convs: &ConversationTable) -> RecordBatch {
         let name = |i: u32| self.names.name(i).to_string();
         let end_names: Vec<String> = self.ends.iter().map(|e| e.name(convs)).collect();
-        let mut groups: BTreeMap<Key, Group> = BTreeMap::new();
+        let mut groups: BTreeMap<Key, Merged> = BTreeMap::new();
         for ((by, p, v, op, code, key), g) in self.groups {
             let key = match by {
                 1 | 2 => end_names.get(key as usize).cloned().unwrap_or_default(),
@@ -186,7 +233,7 @@ impl SrtBuilder {
             slot.calls += g.calls;
             slot.errors += g.errors;
             slot.unanswered += g.unanswered;
-            slot.srt.extend(g.srt);
+            slot.srt.push(g.srt);
         }
         let n = groups.len();
         let mut by = StringBuilder::with_capacity(n, n * 6);
@@ -202,7 +249,12 @@ impl SrtBuilder {
         let mut f64s: Vec<Float64Builder> =
             (0..9).map(|_| Float64Builder::with_capacity(n)).collect();
         let mut hist = ListBuilder::new(UInt64Builder::new());
-        for ((b, p, v, o, c, k), mut g) in groups {
+        let mut srt: Vec<i64> = Vec::new();
+        for ((b, p, v, o, c, k), g) in groups {
+            srt.clear();
+            for part in &g.srt {
+                part.load_into(&mut srt, &self.spill);
+            }
             by.append_value(b);
             key.append_value(k);
             proto.append_value(p);
@@ -210,32 +262,32 @@ impl SrtBuilder {
             op.append_value(o);
             code.append_value(c);
             calls.append_value(g.calls);
-            answered.append_value(g.srt.len() as u64);
+            answered.append_value(srt.len() as u64);
             unanswered.append_value(g.unanswered);
             errors.append_value(g.errors);
-            g.srt.sort_unstable();
+            srt.sort_unstable();
             let ms = |x: f64| x / 1e6;
-            let vals: [Option<f64>; 9] = if g.srt.is_empty() {
+            let vals: [Option<f64>; 9] = if srt.is_empty() {
                 [None; 9]
             } else {
-                let sum: i128 = g.srt.iter().map(|x| *x as i128).sum();
+                let sum: i128 = srt.iter().map(|x| *x as i128).sum();
                 [
-                    Some(ms(g.srt[0] as f64)),
-                    Some(ms(g.srt[g.srt.len() - 1] as f64)),
-                    Some(ms(sum as f64 / g.srt.len() as f64)),
+                    Some(ms(srt[0] as f64)),
+                    Some(ms(srt[srt.len() - 1] as f64)),
+                    Some(ms(sum as f64 / srt.len() as f64)),
                     Some(ms(sum as f64)),
-                    Some(ms(percentile(&g.srt, 50.0))),
-                    Some(ms(percentile(&g.srt, 90.0))),
-                    Some(ms(percentile(&g.srt, 99.0))),
-                    Some(ms(percentile(&g.srt, 99.9))),
-                    Some(ms(percentile(&g.srt, 95.0))),
+                    Some(ms(percentile(&srt, 50.0))),
+                    Some(ms(percentile(&srt, 90.0))),
+                    Some(ms(percentile(&srt, 99.0))),
+                    Some(ms(percentile(&srt, 99.9))),
+                    Some(ms(percentile(&srt, 95.0))),
                 ]
             };
             for (b, v) in f64s.iter_mut().zip(vals) {
                 b.append_option(v);
             }
             let mut h = [0u64; HIST_BUCKETS];
-            for s in &g.srt {
+            for s in &srt {
                 h[bucket(*s)] += 1;
             }
             hist.values().append_slice(&h);

@@ -23,10 +23,9 @@ use arrow_array::builder::{Float64Builder, ListBuilder, StringBuilder, UInt64Bui
 use arrow_array::{ArrayRef, RecordBatch};
 
 use crate::columns::Cols;
-use crate::concurrency::ConcurrencyResult;
 use crate::conversations::ConversationTable;
 use crate::tcp::TcpAnalysis;
-use crate::tx_facts::{Facts, Names, TxFacts};
+use crate::tx_facts::{Names, TxFacts};
 
 /// Protocols whose transactions the latency rules judge (not portmap, mount...).
 fn is_storage(protocol: &str) -> bool {
@@ -406,40 +405,22 @@ fn profile(
     Some(p)
 }
 
-/// Profiles of every TCP connection with answered NFS/SMB requests, in
-/// stream order.
-pub(crate) fn profiles(
-    facts: &Facts,
+/// The profile of one TCP connection from its facts in request order (none
+/// without answered NFS/SMB requests); `conc` are the connection's rows of
+/// the concurrency analysis (the last storage one is used, as the rules'
+/// reading does).
+pub(crate) fn stream_profile(
+    stream: u32,
+    txs: &[TxFacts],
+    names: &Names,
     tcp: &TcpAnalysis,
     convs: &ConversationTable,
-    conc: &ConcurrencyResult,
-) -> Vec<TimeProfile> {
-    let mut by_stream: HashMap<u32, Vec<&TxFacts>> = HashMap::new();
-    for t in facts.txs.iter().filter(|t| t.tcp()) {
-        by_stream.entry(t.stream).or_default().push(t);
-    }
-    // The last storage row of a stream wins, as in the rules' reading.
-    let mut conc_by_stream = HashMap::new();
-    for c in conc.conns.iter().filter(|c| is_storage(c.protocol)) {
-        conc_by_stream.insert(c.stream, c);
-    }
-    let mut streams: Vec<u32> = by_stream.keys().copied().collect();
-    streams.sort_unstable();
-    streams
-        .into_iter()
-        .filter_map(|s| {
-            let txs = by_stream.get_mut(&s)?;
-            txs.sort_by_key(|t| t.req_first_ts);
-            profile(
-                s,
-                txs,
-                &facts.names,
-                tcp,
-                convs,
-                conc_by_stream.get(&s).copied(),
-            )
-        })
-        .collect()
+    conc: &[crate::concurrency::ConnConcurrency],
+) -> Option<TimeProfile> {
+    let mut refs: Vec<&TxFacts> = txs.iter().collect();
+    refs.sort_by_key(|t| t.req_first_ts);
+    let conc = conc.iter().rfind(|c| is_storage(c.protocol));
+    profile(stream, &refs, names, tcp, convs, conc)
 }
 
 /// Names and values of a per-row list as two list columns.

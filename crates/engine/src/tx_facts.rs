@@ -1,9 +1,10 @@
-//! What the derived tables (concurrency, time profile) read of each
-//! transaction, in about a hundred bytes: every transaction's facts are held
-//! at once while those tables are built, so they are kept compact (names are
-//! numbered, options are flag bits) rather than as full [`Transaction`]s.
+//! What the derived tables (concurrency, time profile, unanswered requests)
+//! read of each transaction, in about a hundred bytes (names are numbered,
+//! options are flag bits) rather than as full [`Transaction`]s, kept by
+//! connection and mostly compressed in a spill (see [`Facts`]).
 
 use crate::interner::Interner;
+use crate::spill::{Span, Spill};
 use crate::transactions::Transaction;
 
 /// First and last byte times of a request or reply.
@@ -26,7 +27,7 @@ const HAS_GRANT: u16 = 1 << 9;
 const HAS_FILE: u16 = 1 << 10;
 
 /// One transaction's facts.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
 pub(crate) struct TxFacts {
     /// Emission number in the log (request order ties).
     seq: u64,
@@ -98,16 +99,58 @@ impl Names {
     }
 }
 
-/// Every transaction's facts, in request order, and the names they use.
+/// Facts per spilled block (about 60 KB before compression).
+const BLOCK: usize = 512;
+
+/// One connection's facts (or a UDP endpoint pair's, under stream 0): the
+/// newest in memory, older ones in compressed blocks in the spill.
+#[derive(Debug, Default)]
+struct StreamFacts {
+    tail: Vec<TxFacts>,
+    blocks: Vec<Span>,
+}
+
+/// Every transaction's facts, by connection, and the names they use. The
+/// tables read them one connection at a time ([`Facts::for_each_stream`]),
+/// so only the newest few hundred of each connection stay in memory while
+/// the pass runs, and one connection's at a time after it.
 #[derive(Debug, Default)]
 pub(crate) struct Facts {
-    pub txs: Vec<TxFacts>,
+    /// Keyed by (not TCP, stream): TCP connections first, in stream order.
+    streams: foldhash::HashMap<(bool, u32), StreamFacts>,
     pub names: Names,
+    spill: Spill,
+    /// Earliest request and latest end (reply, or request when unanswered)
+    /// over all facts.
+    span: Option<(i64, i64)>,
+}
+
+fn codec() -> impl bincode::Options {
+    use bincode::Options;
+    bincode::DefaultOptions::new().with_varint_encoding()
 }
 
 impl Facts {
     /// Add one transaction; `seq` is its emission number in the log.
     pub fn add(&mut self, t: &Transaction, seq: u64) {
+        let fact = self.fact(t, seq);
+        let end = fact.reply().map_or(fact.req_last_ts, |r| r.last_ts);
+        self.span = Some(match self.span {
+            Some((lo, hi)) => (lo.min(fact.req_first_ts), hi.max(end)),
+            None => (fact.req_first_ts, end),
+        });
+        let s = self.streams.entry((!fact.tcp(), fact.stream)).or_default();
+        s.tail.push(fact);
+        if s.tail.len() >= BLOCK {
+            if let Some(span) = encode(&s.tail, &mut self.spill) {
+                s.blocks.push(span);
+                s.tail.clear();
+            }
+            // (Not encodable: never in practice; the tail keeps them.)
+        }
+    }
+
+    fn fact(&mut self, t: &Transaction, seq: u64) -> TxFacts {
         let mut flags = 0u16;
         let mut set = |bit: u16, on: bool| {
             if on {
@@ -127,7 +170,7 @@ impl Facts {
         let file = t.file_name.as_deref().filter(|f| !f.is_empty());
         set(HAS_FILE, file.is_some());
         let r = t.reply.unwrap_or_default();
-        let fact = TxFacts {
+        TxFacts {
             seq,
             req_last_frame: t.request.last_frame,
             req_first_ts: t.request.first_ts,
@@ -149,19 +192,61 @@ impl Facts {
             credit_grant: t.credit_grant.unwrap_or(0),
             flags,
             protocol: self.names.protocol_id(t.protocol),
-        };
-        self.txs.push(fact);
+        }
     }
 
-    /// Request order, as the log reads back: first frame, last frame,
-    /// emission number.
-    pub fn sort(&mut self) {
-        self.txs
-            .sort_unstable_by_key(|f| (f.req_first_frame, f.req_last_frame, f.seq));
+    /// Earliest request and latest end over all facts.
+    pub fn span(&self) -> Option<(i64, i64)> {
+        self.span
+    }
+
+    /// Each connection's facts in request order ([`TxFacts::order`]): TCP
+    /// connections in stream order, then the UDP ones (`tcp` false).
+    pub fn for_each_stream(&self, mut f: impl FnMut(bool, u32, Vec<TxFacts>)) {
+        let mut keys: Vec<(bool, u32)> = self.streams.keys().copied().collect();
+        keys.sort_unstable();
+        for key in keys {
+            let Some(s) = self.streams.get(&key) else {
+                continue;
+            };
+            let mut txs = Vec::with_capacity(s.blocks.len() * BLOCK + s.tail.len());
+            for span in &s.blocks {
+                // The facts wrote these bytes themselves: a block that does
+                // not read back is a bug, which must not drop requests.
+                let block = decode(&self.spill.get(*span)).unwrap_or_else(|| {
+                    panic!("a block of request facts does not read back (a bug)")
+                });
+                txs.extend(block);
+            }
+            txs.extend_from_slice(&s.tail);
+            txs.sort_unstable_by_key(TxFacts::order);
+            f(!key.0, key.1, txs);
+        }
     }
 }
 
+fn encode(facts: &[TxFacts], spill: &mut Spill) -> Option<Span> {
+    use bincode::Options;
+    let raw = codec().serialize(facts).ok()?;
+    let mut out = (raw.len() as u32).to_le_bytes().to_vec();
+    out.extend(zstd::bulk::compress(&raw, 1).ok()?);
+    Some(spill.put(out))
+}
+
+fn decode(bytes: &[u8]) -> Option<Vec<TxFacts>> {
+    use bincode::Options;
+    let (len, packed) = bytes.split_first_chunk::<4>()?;
+    let raw = zstd::bulk::decompress(packed, u32::from_le_bytes(*len) as usize).ok()?;
+    codec().deserialize(&raw).ok()
+}
+
 impl TxFacts {
+    /// Request order, as the log reads back: first frame, last frame,
+    /// emission number.
+    pub fn order(&self) -> (u64, u64, u64) {
+        (self.req_first_frame, self.req_last_frame, self.seq)
+    }
+
     fn has(&self, bit: u16) -> bool {
         self.flags & bit != 0
     }
@@ -238,13 +323,14 @@ impl TxFacts {
 
 /// `unanswered_requests`: the requests whose reply was not seen, in request
 /// order (one row each: what a reset or a stalled server left hanging).
-pub(crate) fn unanswered_table(facts: &Facts) -> arrow_array::RecordBatch {
-    let rows: Vec<&TxFacts> = facts.txs.iter().filter(|f| f.reply().is_none()).collect();
+/// `rows` are those requests, in any order.
+pub(crate) fn unanswered_table(mut rows: Vec<TxFacts>, facts: &Facts) -> arrow_array::RecordBatch {
+    rows.sort_unstable_by_key(TxFacts::order);
     let mut k = crate::columns::Cols::default();
     k.u32("stream", rows.iter().map(|f| f.stream).collect());
-    let transport = |f: &&TxFacts| if f.tcp() { "tcp" } else { "udp" }.to_string();
+    let transport = |f: &TxFacts| if f.tcp() { "tcp" } else { "udp" }.to_string();
     k.str("transport", rows.iter().map(transport).collect());
-    let protocol = |f: &&TxFacts| facts.names.protocol(f).to_string();
+    let protocol = |f: &TxFacts| facts.names.protocol(f).to_string();
     k.str("protocol", rows.iter().map(protocol).collect());
     k.str(
         "op",
@@ -304,7 +390,9 @@ mod tests {
             },
             1,
         );
-        let (a, b) = (&f.txs[0], &f.txs[1]);
+        let mut all = Vec::new();
+        f.for_each_stream(|_, _, txs| all.extend(txs));
+        let (a, b) = (&all[0], &all[1]);
         assert_eq!(f.names.protocol(a), "smb2");
         assert_eq!(f.names.protocol(b), "nfs");
         assert!(a.tcp() && !a.negotiate() && b.negotiate() && !b.tcp());
@@ -318,5 +406,54 @@ mod tests {
         assert_eq!(a.file().map(|i| f.names.files.name(i)), Some("a.bin"));
         assert!(b.reply().is_none() && b.file().is_none());
         assert!(std::mem::size_of::<TxFacts>() <= 128);
+    }
+
+    /// Many requests on several connections, emitted out of order: each
+    /// connection's facts come back whole (most of them from the spill), in
+    /// request order, TCP connections in stream order and then UDP.
+    #[test]
+    fn connections_come_back_whole_and_in_request_order() {
+        let mut f = Facts::default();
+        let n = 5 * BLOCK as u64 + 7;
+        let mut seq = 0;
+        // Replies come back out of order within ~10 requests.
+        let first_of = |i: u64| i - i % 10 + (9 - i % 10);
+        for i in 0..n {
+            for (stream, transport) in [(4u32, "tcp"), (1, "tcp"), (0, "udp")] {
+                let first = first_of(i);
+                let t = Transaction {
+                    protocol: "nfs",
+                    transport,
+                    stream,
+                    op: "READ".into(),
+                    request: PduSpan {
+                        first_frame: first * 3 + u64::from(stream),
+                        last_frame: first * 3 + u64::from(stream),
+                        first_ts: first as i64,
+                        last_ts: first as i64,
+                        ..Default::default()
+                    },
+                    ..Default::default()
+                };
+                f.add(&t, seq);
+                seq += 1;
+            }
+        }
+        let mut seen = Vec::new();
+        f.for_each_stream(|tcp, stream, txs| {
+            assert_eq!(txs.len() as u64, n);
+            assert!(txs.windows(2).all(|w| w[0].order() < w[1].order()));
+            assert!(txs.iter().all(|t| t.stream == stream && t.tcp() == tcp));
+            seen.push((tcp, stream));
+        });
+        assert_eq!(seen, [(true, 1), (true, 4), (false, 0)]);
+        let last = (0..n).map(first_of).max().unwrap_or(0);
+        assert_eq!(f.span(), Some((0, last as i64)));
+        let blocks: Vec<(usize, usize)> = f
+            .streams
+            .values()
+            .map(|s| (s.blocks.len(), s.tail.len()))
+            .collect();
+        assert!(blocks.iter().all(|b| *b == (5, 7)), "{blocks:?}");
     }
 }

@@ -13,15 +13,17 @@
 //! separate `late` list, also compressed in chunks. Reading merges the runs,
 //! the buffer and the late list back into request order: by the request's
 //! first frame, then its last frame, then emission order (as the stable sort
-//! it replaces). Memory is the buffer plus the compressed bytes; only the
-//! late list is decoded whole when read (it is small unless most requests
-//! went unanswered for a long time).
+//! it replaces). The compressed chunks go to a temporary file (see
+//! [`crate::spill`]), so memory is the buffer alone, whatever the capture's
+//! length; only the late list is decoded whole when read (it is small unless
+//! most requests went unanswered for a long time).
 
 use std::collections::HashSet;
 use std::sync::{Mutex, OnceLock};
 
 use bincode::Options;
 
+use crate::spill::{Span, Spill};
 use crate::transactions::Transaction;
 
 /// Transactions per compressed run.
@@ -42,10 +44,11 @@ fn codec() -> impl Options {
     bincode::DefaultOptions::new().with_varint_encoding()
 }
 
-/// A compressed chunk of (emission number, transaction) pairs.
+/// A compressed chunk of (emission number, transaction) pairs, set aside in
+/// the store's spill.
 #[derive(Debug)]
 struct Chunk {
-    bytes: Vec<u8>,
+    span: Span,
     raw_len: usize,
 }
 
@@ -73,7 +76,7 @@ fn intern(s: &str) -> &'static str {
 }
 
 impl Chunk {
-    fn encode(items: &[(u64, Transaction)]) -> Option<Chunk> {
+    fn encode(items: &[(u64, Transaction)], spill: &mut Spill) -> Option<Chunk> {
         let written: Vec<Written<'_>> = items
             .iter()
             .map(|(s, t)| (*s, t.protocol, t.transport, t.auth, t))
@@ -81,13 +84,13 @@ impl Chunk {
         let raw = codec().serialize(&written).ok()?;
         let bytes = zstd::bulk::compress(&raw, ZSTD_LEVEL).ok()?;
         Some(Chunk {
-            bytes,
+            span: spill.put(bytes),
             raw_len: raw.len(),
         })
     }
 
-    fn decode(&self) -> Option<Vec<(u64, Transaction)>> {
-        let raw = zstd::bulk::decompress(&self.bytes, self.raw_len).ok()?;
+    fn decode(&self, spill: &Spill) -> Option<Vec<(u64, Transaction)>> {
+        let raw = zstd::bulk::decompress(&spill.get(self.span), self.raw_len).ok()?;
         let read: Vec<Read> = codec().deserialize(&raw).ok()?;
         Some(
             read.into_iter()
@@ -117,6 +120,7 @@ pub struct TxStore {
     /// (none in practice; a fallback that loses nothing).
     unencoded: Vec<(u64, Transaction)>,
     next_seq: u64,
+    spill: Spill,
 }
 
 impl TxStore {
@@ -165,7 +169,7 @@ impl TxStore {
     }
 
     fn stash(&mut self, items: Vec<(u64, Transaction)>, late: bool) {
-        match Chunk::encode(&items) {
+        match Chunk::encode(&items, &mut self.spill) {
             Some(c) if late => self.late_chunks.push(c),
             Some(c) => self.runs.push(c),
             None => self.unencoded.extend(items),
@@ -175,7 +179,7 @@ impl TxStore {
     fn decode(&self, c: &Chunk) -> Vec<(u64, Transaction)> {
         // The store wrote these bytes itself: they fail to read back only
         // through a bug, which must not silently drop requests.
-        c.decode().unwrap_or_else(|| {
+        c.decode(&self.spill).unwrap_or_else(|| {
             panic!("a compressed run of transactions does not read back (a bug)")
         })
     }
@@ -208,14 +212,15 @@ impl TxStore {
         self.iter().collect()
     }
 
-    /// Bytes held (compressed chunks and the buffers' structs).
+    /// Bytes kept (compressed chunks, wherever they are, and the buffers'
+    /// structs).
     #[cfg(test)]
     fn held_bytes(&self) -> usize {
         let chunks: usize = self
             .runs
             .iter()
             .chain(&self.late_chunks)
-            .map(|c| c.bytes.len())
+            .map(|c| self.spill.get(c.span).len())
             .sum();
         let items = self.hot.len() + self.late.len() + self.unencoded.len();
         chunks + items * std::mem::size_of::<(u64, Transaction)>()

@@ -1,0 +1,44 @@
+//! The engine's pass and every table, without Python: for profilers
+//! (`perf`, `heaptrack`) and for timing the core alone.
+//!
+//! `cargo run --release -p nastriage-engine --example pass -- FILE...`
+
+use std::time::Instant;
+
+fn main() {
+    let paths: Vec<String> = std::env::args().skip(1).collect();
+    if paths.is_empty() {
+        eprintln!("usage: pass FILE...");
+        std::process::exit(2);
+    }
+    let t = Instant::now();
+    // As `analyze --json`: no sequence-graph points (they are for --html).
+    let opts = nastriage_engine::AnalyzeOptions {
+        seq_points: nastriage_engine::tcp::seq_points::SeqPointsConfig {
+            per_dir: 0,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let analysis = match nastriage_engine::analyze(&paths, opts) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(1);
+        }
+    };
+    let pass = t.elapsed();
+    let mut rows = 0;
+    for name in analysis.table_names() {
+        if name == "transactions" {
+            continue; // only the API and the HTML report read it
+        }
+        rows += analysis.table(name).map_or(0, |b| b.num_rows());
+    }
+    eprintln!(
+        "{} frames; pass {:.3} s; tables {:.3} s ({rows} rows)",
+        analysis.frames,
+        pass.as_secs_f64(),
+        (t.elapsed() - pass).as_secs_f64()
+    );
+}

@@ -1,0 +1,190 @@
+//! Bytes set aside during the pass and read back after it, so that what is
+//! kept per request (the compressed log, each request's facts, the response
+//! times behind the percentiles) does not make memory grow with the capture.
+//!
+//! A spill is an unnamed temporary file: created in the temporary directory
+//! (`TMPDIR`) and unlinked at once, so nothing is left behind whatever
+//! happens to the process, and its space is given back when the owner is
+//! dropped. Its pages live in the page cache, not in the process. When no
+//! file can be made or written (read-only or full disk), the bytes stay in
+//! memory: slower to bound, never lost. Each owner (the log, the failed
+//! requests, the facts, the SRT samples) has its own, made at its first
+//! block, so a small capture opens no file at all.
+
+use std::fs::File;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Where a block went.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Span {
+    File { offset: u64, len: u32 },
+    Memory(u32),
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Spill {
+    /// `None` before the first block, `Some(None)` when no file could be made.
+    file: Option<Option<File>>,
+    len: u64,
+    memory: Vec<Vec<u8>>,
+}
+
+impl Spill {
+    /// A spill that never uses a file (tests of the fallback).
+    #[cfg(test)]
+    pub(crate) fn in_memory() -> Self {
+        Spill {
+            file: Some(None),
+            ..Default::default()
+        }
+    }
+
+    /// Set a block aside.
+    pub(crate) fn put(&mut self, bytes: Vec<u8>) -> Span {
+        let file = self.file.get_or_insert_with(temp_file);
+        if let (Some(f), Ok(len)) = (file.as_ref(), u32::try_from(bytes.len())) {
+            if write_at(f, &bytes, self.len).is_ok() {
+                let span = Span::File {
+                    offset: self.len,
+                    len,
+                };
+                self.len += u64::from(len);
+                return span;
+            }
+            // A full disk: this block and the next stay in memory.
+            *file = None;
+        }
+        self.memory.push(bytes);
+        Span::Memory((self.memory.len() - 1) as u32)
+    }
+
+    /// A block back. The file is this process's own and unlinked, so a
+    /// failed read is a failing disk or a bug: it stops the analysis rather
+    /// than drop requests silently.
+    pub(crate) fn get(&self, span: Span) -> Vec<u8> {
+        match span {
+            Span::Memory(i) => self.memory.get(i as usize).cloned().unwrap_or_default(),
+            Span::File { offset, len } => {
+                let mut buf = vec![0u8; len as usize];
+                let read = match &self.file {
+                    Some(Some(f)) => read_at(f, &mut buf, offset),
+                    // The file is never closed while its spans exist.
+                    _ => Err(std::io::Error::other("spill file closed")),
+                };
+                if let Err(e) = read {
+                    panic!("cannot read back the analysis' temporary file: {e}");
+                }
+                buf
+            }
+        }
+    }
+
+    /// Bytes set aside in memory (not in the file).
+    #[cfg(test)]
+    pub(crate) fn memory_bytes(&self) -> usize {
+        self.memory.iter().map(Vec::len).sum()
+    }
+}
+
+/// An unlinked temporary file, or `None` when none can be made.
+fn temp_file() -> Option<File> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let dir = std::env::temp_dir();
+    for _ in 0..4 {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let path = dir.join(format!(
+            ".nastriage-spill-{}-{n}-{nanos:09}",
+            std::process::id()
+        ));
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path);
+        match file {
+            Ok(f) => {
+                // Unlinked while open: gone when closed, even after a crash.
+                // Where an open file cannot be removed, use memory instead.
+                return std::fs::remove_file(&path).is_ok().then_some(f);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
+#[cfg(unix)]
+fn write_at(f: &File, bytes: &[u8], offset: u64) -> std::io::Result<()> {
+    std::os::unix::fs::FileExt::write_all_at(f, bytes, offset)
+}
+
+#[cfg(unix)]
+fn read_at(f: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    std::os::unix::fs::FileExt::read_exact_at(f, buf, offset)
+}
+
+#[cfg(not(unix))]
+fn write_at(_: &File, _: &[u8], _: u64) -> std::io::Result<()> {
+    Err(std::io::Error::other(
+        "positioned writes are not implemented here",
+    ))
+}
+
+#[cfg(not(unix))]
+fn read_at(_: &File, _: &mut [u8], _: u64) -> std::io::Result<()> {
+    Err(std::io::Error::other(
+        "positioned reads are not implemented here",
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn blocks() -> Vec<Vec<u8>> {
+        (0..50u32)
+            .map(|i| (0..i * 37).map(|b| (b ^ i) as u8).collect())
+            .collect()
+    }
+
+    #[test]
+    fn blocks_read_back_from_the_file() {
+        let mut s = Spill::default();
+        let spans: Vec<Span> = blocks().into_iter().map(|b| s.put(b)).collect();
+        assert!(matches!(spans[1], Span::File { .. }), "{spans:?}");
+        assert_eq!(s.memory_bytes(), 0);
+        for (span, want) in spans.into_iter().zip(blocks()) {
+            assert_eq!(s.get(span), want);
+        }
+    }
+
+    #[test]
+    fn without_a_file_blocks_stay_in_memory() {
+        let mut s = Spill::in_memory();
+        let spans: Vec<Span> = blocks().into_iter().map(|b| s.put(b)).collect();
+        assert!(spans.iter().all(|s| matches!(s, Span::Memory(_))));
+        for (span, want) in spans.into_iter().zip(blocks()) {
+            assert_eq!(s.get(span), want);
+        }
+    }
+
+    /// The file is unlinked: nothing named after it is left in the directory.
+    #[test]
+    fn leaves_no_file_behind() {
+        let mut s = Spill::default();
+        s.put(vec![1, 2, 3]);
+        let pid = format!(".nastriage-spill-{}-", std::process::id());
+        let left = std::fs::read_dir(std::env::temp_dir())
+            .map(|d| {
+                d.filter_map(Result::ok)
+                    .filter(|e| e.file_name().to_string_lossy().starts_with(&pid))
+                    .count()
+            })
+            .unwrap_or(0);
+        assert_eq!(left, 0);
+    }
+}
