@@ -23,6 +23,7 @@ pub use error::{CaptureError, Warning};
 pub use format::{Compression, FileFormat};
 pub use merge::MergedReader;
 pub use reader::{CaptureInfo, CaptureReader};
+pub use source::Shared;
 
 /// One captured packet, borrowed from the reader's buffer.
 #[derive(Debug, Clone, Copy)]

@@ -62,6 +62,13 @@ impl MergedReader {
         self.readers[i].current().map(|p| (i, p))
     }
 
+    /// The buffer the current packet lies in (see
+    /// [`CaptureReader::shared_buffer`]).
+    #[inline]
+    pub fn shared_buffer(&self) -> Option<&crate::Shared> {
+        self.last.map(|i| self.readers[i].shared_buffer())
+    }
+
     pub fn readers(&self) -> &[CaptureReader] {
         &self.readers
     }

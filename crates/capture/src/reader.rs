@@ -9,11 +9,8 @@ use crate::format::{Compression, FileFormat, PCAPNG_MAGIC, SNOOP_MAGIC};
 use crate::pcap::PcapState;
 use crate::pcapng::PcapNgState;
 use crate::snoop::SnoopState;
-use crate::source::Source;
+use crate::source::{Shared, Source};
 use crate::Packet;
-
-/// Read-buffer size for plain files; large reads keep syscalls rare.
-const READ_CHUNK: usize = 1 << 20;
 
 /// Where a record lies in the read buffer, plus its metadata.
 #[derive(Debug, Clone, Copy)]
@@ -116,10 +113,9 @@ impl CaptureReader {
                 "is a directory, not a capture file",
             ));
         }
-        Self::from_reader(
-            path,
-            Box::new(io::BufReader::with_capacity(READ_CHUNK, file)),
-        )
+        // No `BufReader`: the source is the buffer, and its reads go
+        // straight into it (a second buffer would copy every byte again).
+        Self::from_reader(path, Box::new(file))
     }
 
     /// Read a capture from any byte stream; `name` is used in messages.
@@ -249,6 +245,16 @@ impl CaptureReader {
             data: self.src.held(rec.buf_index, rec.len),
             offset: rec.offset,
         }
+    }
+
+    /// The buffer the current packet's bytes lie in. Holding it keeps those
+    /// bytes (and the rest of the buffer) as they are after the reader moves
+    /// on, so a packet can be handed to another thread without a copy: its
+    /// `data` is within `shared_buffer()[..]`, at the offset its address
+    /// gives.
+    #[inline]
+    pub fn shared_buffer(&self) -> &Shared {
+        self.src.shared()
     }
 
     pub fn info(&self) -> &CaptureInfo {

@@ -1,12 +1,28 @@
 //! A refillable read buffer over any byte stream, tracking absolute offsets.
+//!
+//! The buffer is shared ([`Shared`]): whoever keeps packets beyond the next
+//! record (the engine's batches for its analysis threads) holds a reference
+//! instead of copying their bytes. A refill never writes into a buffer
+//! someone else holds: it moves on to a spare one (a returned buffer is
+//! reused, so the steady state allocates nothing).
 
 use std::io::{self, Read};
+use std::sync::Arc;
 
-const INITIAL_CAPACITY: usize = 4 * 1024 * 1024;
+const INITIAL_CAPACITY: usize = 1024 * 1024;
+/// Returned buffers kept for reuse (beyond these, still-held buffers are
+/// simply freed when their last holder lets go).
+const SPARES: usize = 8;
+
+/// A read buffer that packets' bytes can be borrowed from for longer than
+/// one record: see [`crate::CaptureReader::shared_buffer`].
+pub type Shared = Arc<Vec<u8>>;
 
 pub(crate) struct Source {
     reader: Box<dyn Read + Send>,
-    buf: Vec<u8>,
+    buf: Shared,
+    /// Earlier buffers, possibly still held elsewhere; reused once free.
+    spares: Vec<Shared>,
     /// Start of unconsumed data in `buf`.
     pos: usize,
     /// End of valid data in `buf`.
@@ -30,12 +46,19 @@ impl Source {
         buf[..end].copy_from_slice(&prefix);
         Self {
             reader,
-            buf,
+            buf: Arc::new(buf),
+            spares: Vec::new(),
             pos: 0,
             end,
             base: 0,
             eof: false,
         }
+    }
+
+    /// The buffer the current records lie in.
+    #[inline]
+    pub(crate) fn shared(&self) -> &Shared {
+        &self.buf
     }
 
     /// Unconsumed bytes currently buffered.
@@ -62,21 +85,18 @@ impl Source {
         if self.end - self.pos >= need || self.eof {
             return Ok(self.end - self.pos);
         }
-        if self.pos > 0 {
-            self.buf.copy_within(self.pos..self.end, 0);
-            self.base += self.pos as u64;
-            self.end -= self.pos;
-            self.pos = 0;
-        }
+        self.own_buffer();
+        // `own_buffer` left `buf` held by nobody else: no copy here.
+        let buf = Arc::make_mut(&mut self.buf);
         while self.end < need {
-            if self.end == self.buf.len() {
+            if self.end == buf.len() {
                 // Grow geometrically, and only once the data arrives: a
                 // corrupt length (callers bound `need` by MAX_RECORD_LEN)
                 // in a short file must not cost a huge zeroed allocation.
-                let new_len = need.min(self.buf.len().max(4096) * 2);
-                self.buf.resize(new_len, 0);
+                let new_len = need.min(buf.len().max(4096) * 2);
+                buf.resize(new_len, 0);
             }
-            match self.reader.read(&mut self.buf[self.end..]) {
+            match self.reader.read(&mut buf[self.end..]) {
                 Ok(0) => {
                     self.eof = true;
                     break;
@@ -87,6 +107,42 @@ impl Source {
             }
         }
         Ok(self.end - self.pos)
+    }
+
+    /// Make `buf` a buffer nobody else holds, with the unconsumed bytes at
+    /// its start.
+    fn own_buffer(&mut self) {
+        let tail = self.end - self.pos;
+        if Arc::get_mut(&mut self.buf).is_some() {
+            if self.pos > 0 {
+                Arc::make_mut(&mut self.buf).copy_within(self.pos..self.end, 0);
+            }
+        } else {
+            let mut fresh = self.spare(self.buf.len().max(tail));
+            fresh[..tail].copy_from_slice(&self.buf[self.pos..self.end]);
+            let held = std::mem::replace(&mut self.buf, Arc::new(fresh));
+            if self.spares.len() < SPARES {
+                self.spares.push(held);
+            }
+        }
+        self.base += self.pos as u64;
+        self.end = tail;
+        self.pos = 0;
+    }
+
+    /// A buffer of at least `len` bytes: a returned one if any, else new.
+    fn spare(&mut self, len: usize) -> Vec<u8> {
+        let free = self.spares.iter().position(|b| Arc::strong_count(b) == 1);
+        if let Some(b) = free.map(|i| self.spares.swap_remove(i)) {
+            // Only `spares` held it, and it holds no weak references.
+            if let Ok(mut v) = Arc::try_unwrap(b) {
+                if v.len() < len {
+                    v.resize(len, 0);
+                }
+                return v;
+            }
+        }
+        vec![0u8; len]
     }
 
     /// Index in the buffer of the first unconsumed byte; with [`Self::held`]

@@ -175,12 +175,13 @@ pub fn analyze(paths: &[String], mut opts: AnalyzeOptions<'_>) -> Result<Analysi
                 }
 
                 let wire = pkt.orig_len as u64;
+                let buf = merged.shared_buffer();
                 let d = decoder.decode(&pkt);
                 if let (Some(ip), Transport::Tcp(tcp)) = (d.ip.as_ref(), d.transport) {
                     let asg = convs.update(frame, pkt.ts_ns, wire, ip, &tcp);
-                    feeder.tcp(frame, pkt.ts_ns, asg, &tcp, ip);
+                    feeder.tcp(frame, pkt.ts_ns, asg, &tcp, ip, buf);
                 } else if let (Some(ip), Transport::Udp(udp)) = (d.ip.as_ref(), d.transport) {
-                    feeder.udp(frame, pkt.ts_ns, ip, &udp);
+                    feeder.udp(frame, pkt.ts_ns, ip, &udp, buf);
                 }
 
                 if let Some(cb) = opts.progress.as_mut() {

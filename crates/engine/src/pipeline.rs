@@ -5,22 +5,40 @@
 //! and the NFS/SMB layer. Nothing is split by connection, so every analyser
 //! runs exactly as it would on one thread.
 //!
-//! A batch carries the segments' headers and a copy of their captured
-//! payload (the reader's buffer is reused as it goes); both stages share it
-//! through an `Arc`, and the last one to finish with it sends its buffers
-//! back to be filled again.
+//! A batch carries the segments' headers and where their payload lies: in
+//! the capture reader's buffers, which the batch holds (see
+//! `nastriage_capture::Shared`; the reader moves on to another buffer
+//! rather than overwrite a held one), or, for the few payloads that are not
+//! there (IP datagrams reassembled from fragments), in the batch's own
+//! arena. Both stages share a batch through an `Arc`, and the last one to
+//! finish with it sends it back to be filled again.
 
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
 
+use nastriage_capture::Shared;
 use nastriage_net::{IpInfo, TcpSegment, UdpDatagram};
 
 use crate::conversations::Assignment;
 
-/// Payload bytes and segments per batch: small enough to stay in cache and
-/// keep memory low, large enough that hand-overs are rare.
-const ARENA_BYTES: usize = 1 << 20;
+/// Segments and payload bytes per batch: small enough to keep memory low
+/// (a batch holds the reader's buffers its payloads lie in), large enough
+/// that hand-overs are rare.
 const ITEMS: usize = 2048;
+const PAYLOAD_BYTES: usize = 1 << 20;
+/// Reader buffers one batch may hold (several files are read at once when
+/// they are merged).
+const BUFFERS: usize = 4;
+/// `Place::buf` of a payload copied into the arena.
+const ARENA: u8 = u8::MAX;
+
+/// Where a payload lies: in `bufs[buf]`, or in the arena.
+#[derive(Clone, Copy)]
+pub(crate) struct Place {
+    buf: u8,
+    start: u32,
+    len: u32,
+}
 /// Batches in flight per stage.
 const DEPTH: usize = 4;
 
@@ -32,7 +50,7 @@ pub(crate) enum Item {
         /// The segment with an empty payload; the payload is `range` of the arena.
         seg: TcpSegment<'static>,
         ip: IpInfo,
-        range: (u32, u32),
+        range: Place,
         /// The TCP analysis' hash of the payload, taken while it is in cache.
         hash: u64,
     },
@@ -41,30 +59,42 @@ pub(crate) enum Item {
         ts: i64,
         ip: IpInfo,
         udp: UdpDatagram<'static>,
-        range: (u32, u32),
+        range: Place,
     },
 }
 
 #[derive(Default)]
 pub(crate) struct Batch {
     items: Vec<Item>,
+    bufs: Vec<Shared>,
     arena: Vec<u8>,
+    /// Payload bytes of the items, wherever they lie.
+    bytes: usize,
 }
 
 impl Batch {
-    fn store(&mut self, payload: &[u8]) -> (u32, u32) {
+    fn copy(&mut self, payload: &[u8]) -> Place {
+        self.bytes += payload.len();
         let start = self.arena.len();
         self.arena.extend_from_slice(payload);
-        (start as u32, payload.len() as u32)
+        Place {
+            buf: ARENA,
+            start: start as u32,
+            len: payload.len() as u32,
+        }
     }
 
     fn full(&self) -> bool {
-        self.items.len() >= ITEMS || self.arena.len() >= ARENA_BYTES
+        self.items.len() >= ITEMS || self.bytes >= PAYLOAD_BYTES
     }
 
-    fn payload(&self, (start, len): (u32, u32)) -> &[u8] {
-        let (s, l) = (start as usize, len as usize);
-        self.arena.get(s..s + l).unwrap_or(&[])
+    fn payload(&self, p: Place) -> &[u8] {
+        let (s, l) = (p.start as usize, p.len as usize);
+        let bytes = match p.buf {
+            ARENA => &self.arena[..],
+            i => self.bufs.get(usize::from(i)).map_or(&[][..], |b| &b[..]),
+        };
+        bytes.get(s..s + l).unwrap_or(&[])
     }
 
     /// The items with their payloads, in capture order.
@@ -171,7 +201,9 @@ impl Stage {
     pub(crate) fn done(&self, b: Arc<Batch>) {
         if let Ok(mut b) = Arc::try_unwrap(b) {
             b.items.clear();
+            b.bufs.clear();
             b.arena.clear();
+            b.bytes = 0;
             let _ = self.recycle.try_send(b);
         }
     }
@@ -201,6 +233,46 @@ pub(crate) fn pipeline() -> (Feeder, Stage, Stage) {
 }
 
 impl Feeder {
+    /// Where `payload` lies: in `buf` (the reader's buffer of the packet),
+    /// held by the batch, or else copied.
+    fn place(&mut self, payload: &[u8], buf: Option<&Shared>) -> Place {
+        let Some(buf) = buf.filter(|_| !payload.is_empty()) else {
+            return self.cur.copy(payload);
+        };
+        // Addresses compared as numbers: is `payload` inside `buf`?
+        let base = buf.as_ptr() as usize;
+        let at = payload.as_ptr() as usize;
+        let inside = at >= base && at + payload.len() <= base + buf.len();
+        let (Ok(start), Ok(len)) = (
+            u32::try_from(at.wrapping_sub(base)),
+            u32::try_from(payload.len()),
+        ) else {
+            return self.cur.copy(payload);
+        };
+        if !inside {
+            return self.cur.copy(payload);
+        }
+        let i = match self.cur.bufs.iter().position(|b| Arc::ptr_eq(b, buf)) {
+            Some(i) => i,
+            None => {
+                if self.cur.bufs.len() >= BUFFERS {
+                    self.flush();
+                }
+                self.cur.bufs.push(Arc::clone(buf));
+                self.cur.bufs.len() - 1
+            }
+        };
+        self.cur.bytes += payload.len();
+        Place {
+            buf: i as u8,
+            start,
+            len,
+        }
+    }
+
+    /// `buf`: the reader's buffer the segment lies in (the payload is
+    /// copied when it is not there).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn tcp(
         &mut self,
         frame: u64,
@@ -208,8 +280,9 @@ impl Feeder {
         asg: Assignment,
         seg: &TcpSegment<'_>,
         ip: &IpInfo,
+        buf: Option<&Shared>,
     ) {
-        let range = self.cur.store(seg.payload);
+        let range = self.place(seg.payload, buf);
         self.cur.items.push(Item::Tcp {
             frame,
             ts,
@@ -224,8 +297,15 @@ impl Feeder {
         }
     }
 
-    pub(crate) fn udp(&mut self, frame: u64, ts: i64, ip: &IpInfo, d: &UdpDatagram<'_>) {
-        let range = self.cur.store(d.payload);
+    pub(crate) fn udp(
+        &mut self,
+        frame: u64,
+        ts: i64,
+        ip: &IpInfo,
+        d: &UdpDatagram<'_>,
+        buf: Option<&Shared>,
+    ) {
+        let range = self.place(d.payload, buf);
         self.cur.items.push(Item::Udp {
             frame,
             ts,
@@ -245,7 +325,9 @@ impl Feeder {
         }
         let next = self.recycled.try_recv().unwrap_or_else(|_| Batch {
             items: Vec::with_capacity(ITEMS),
-            arena: Vec::with_capacity(ARENA_BYTES + 64 * 1024),
+            bufs: Vec::with_capacity(BUFFERS),
+            arena: Vec::new(),
+            bytes: 0,
         });
         let b = Arc::new(std::mem::replace(&mut self.cur, next));
         // A stage that stopped (it panicked) drops its receiver: the pass
@@ -277,7 +359,8 @@ mod tests {
     }
 
     /// Every segment reaches both stages in order with its own payload bytes
-    /// and its edge hash, across several (recycled) batches.
+    /// and its edge hash, across several (recycled) batches, whether its
+    /// payload lies in a reader buffer or was copied.
     #[test]
     fn both_stages_see_every_segment_in_order() {
         let ip = IpInfo {
@@ -318,9 +401,23 @@ mod tests {
             })
         };
         let (t, a) = (consumer(tcp), consumer(app));
+        // Payloads lie in reader buffers (held by the batches, several to a
+        // batch, and dropped here as the reader would move on) or, every
+        // fifth one, elsewhere (copied).
+        let mut buf: Option<Shared> = None;
         for i in 0..n {
             let p = payload(i);
-            feeder.tcp(i as u64 + 1, i as i64, asg, &seg(&p), &ip);
+            if i % 700 == 0 {
+                let chunk: Vec<u8> = (i..i + 700).flat_map(payload).collect();
+                buf = Some(Arc::new(chunk));
+            }
+            let shared = buf.as_ref().filter(|_| i % 5 != 0);
+            let at: usize = (i - i % 700..i).map(|j| payload(j).len()).sum();
+            let bytes = match shared {
+                Some(b) => &b[at..at + p.len()],
+                None => &p[..],
+            };
+            feeder.tcp(i as u64 + 1, i as i64, asg, &seg(bytes), &ip, shared);
         }
         feeder.flush();
         drop(feeder);
