@@ -353,4 +353,71 @@ mod tests {
         assert_eq!(percentile(&v, 100.0), 5.0);
         assert_eq!(percentile(&v, 90.0), 4.6);
     }
+
+    /// Groups of thousands of requests (most response times in the spill)
+    /// give the same statistics as their samples taken at once.
+    #[test]
+    fn spilled_samples_give_exact_statistics() {
+        use crate::transactions::PduSpan;
+        use arrow_array::{Float64Array, StringArray, UInt64Array};
+        let mut b = SrtBuilder::default();
+        let mut by_op: BTreeMap<String, Vec<i64>> = BTreeMap::new();
+        for i in 0..(9 * SAMPLES_BLOCK as i64 + 17) {
+            let op = ["READ", "WRITE", "GETATTR"][(i % 3) as usize];
+            let srt = (i * 7919) % 100_000 + 1_000;
+            by_op.entry(op.to_string()).or_default().push(srt);
+            let t = Transaction {
+                protocol: "nfs",
+                transport: "tcp",
+                version: 3,
+                op: op.into(),
+                request: PduSpan {
+                    last_ts: i * 1_000_000,
+                    ..Default::default()
+                },
+                reply: Some(PduSpan {
+                    last_ts: i * 1_000_000 + srt,
+                    ..Default::default()
+                }),
+                ..Default::default()
+            };
+            b.add(&t);
+        }
+        // Most samples went to the spill.
+        assert!(b.groups.values().all(|g| g.srt.blocks.len() >= 3));
+        let table = b.finish(&ConversationTable::default());
+        let col = |name: &str| table.column_by_name(name).cloned();
+        let by = col("breakdown").expect("breakdown");
+        let by = by.as_any().downcast_ref::<StringArray>().expect("strings");
+        let op = col("op").expect("op");
+        let op = op.as_any().downcast_ref::<StringArray>().expect("strings");
+        let answered = col("answered").expect("answered");
+        let answered = answered
+            .as_any()
+            .downcast_ref::<UInt64Array>()
+            .expect("u64");
+        let f = |name: &str| col(name).expect(name);
+        let (p50, p99, avg) = (f("p50_ms"), f("p99_ms"), f("avg_ms"));
+        let as_f64 = |a: &ArrayRef| a.as_any().downcast_ref::<Float64Array>().cloned();
+        let (p50, p99, avg) = (
+            as_f64(&p50).expect("f64"),
+            as_f64(&p99).expect("f64"),
+            as_f64(&avg).expect("f64"),
+        );
+        let mut seen = 0;
+        for row in 0..table.num_rows() {
+            if by.value(row) != "op" {
+                continue;
+            }
+            let mut want = by_op[op.value(row)].clone();
+            want.sort_unstable();
+            assert_eq!(answered.value(row), want.len() as u64);
+            let mean = want.iter().sum::<i64>() as f64 / want.len() as f64;
+            assert_eq!(p50.value(row), percentile(&want, 50.0) / 1e6);
+            assert_eq!(p99.value(row), percentile(&want, 99.0) / 1e6);
+            assert!((avg.value(row) - mean / 1e6).abs() < 1e-12);
+            seen += 1;
+        }
+        assert_eq!(seen, 3);
+    }
 }
