@@ -42,8 +42,9 @@ fn percentile(sorted: &[i64], p: f64) -> f64 {
     sorted[lo] as f64 + (sorted[hi] - sorted[lo]) as f64 * frac
 }
 
-/// Response times per spilled block (8 KB).
-const SAMPLES_BLOCK: usize = 1024;
+/// Response times per spilled block (2 KB: every group keeps one partly
+/// filled in memory).
+const SAMPLES_BLOCK: usize = 256;
 
 /// A group's response times: the newest in memory, full blocks in the
 /// spill (exact percentiles need every one, but only at the end, and one

@@ -25,7 +25,7 @@ use arrow_array::{ArrayRef, RecordBatch};
 use crate::columns::Cols;
 use crate::conversations::ConversationTable;
 use crate::tcp::TcpAnalysis;
-use crate::tx_facts::{Names, TxFacts};
+use crate::tx_facts::{Ends, Names, TxFacts};
 
 /// Protocols whose transactions the latency rules judge (not portmap, mount...).
 fn is_storage(protocol: &str) -> bool {
@@ -112,9 +112,18 @@ pub fn union_ns(intervals: &mut [(i64, i64)]) -> i64 {
 
 /// Nanoseconds per state for (start, end, state) intervals; at any instant
 /// the lowest state present wins.
-pub fn partition(intervals: &[(i64, i64, u8)]) -> [i64; 3] {
-    let mut points: Vec<(i64, i8, u8)> = Vec::with_capacity(intervals.len() * 2);
-    for &(s, e, st) in intervals {
+pub fn partition(intervals: impl IntoIterator<Item = (i64, i64, u8)>) -> [i64; 3] {
+    let mut points = Vec::new();
+    partition_into(&mut points, intervals)
+}
+
+/// [`partition`] with `points` as its working buffer (cleared first).
+fn partition_into(
+    points: &mut Vec<(i64, i8, u8)>,
+    intervals: impl IntoIterator<Item = (i64, i64, u8)>,
+) -> [i64; 3] {
+    points.clear();
+    for (s, e, st) in intervals {
         if e > s {
             points.push((s, 1, st));
             points.push((e, -1, st));
@@ -124,7 +133,7 @@ pub fn partition(intervals: &[(i64, i64, u8)]) -> [i64; 3] {
     let mut counts = [0i64; 3];
     let mut totals = [0i64; 3];
     let mut last: Option<i64> = None;
-    for (t, delta, st) in points {
+    for &(t, delta, st) in points.iter() {
         if let Some(l) = last {
             if t > l {
                 if let Some(i) = counts.iter().position(|&c| c > 0) {
@@ -301,8 +310,6 @@ fn profile(
         rtt_source: source,
         ..Default::default()
     };
-    let mut intervals = Vec::with_capacity(txs.len() * 4);
-    let mut data_intervals = Vec::new();
     let mut outstanding = Vec::with_capacity(txs.len());
     let mut data_spans = Vec::new();
     let mut processing = Vec::with_capacity(txs.len());
@@ -313,13 +320,6 @@ fn profile(
     for t in &txs {
         let Some(r) = t.reply() else { continue };
         let (rq, rq_last) = (t.req_first_ts, t.req_last_ts);
-        let four = [
-            (rq, rq_last, 0u8),
-            (r.first_ts, r.last_ts, 0),
-            (rq_last + b, r.first_ts - b, 1),
-            (rq - a, r.last_ts + a, 2),
-        ];
-        intervals.extend_from_slice(&four);
         let span = (rq - a, r.last_ts + a);
         outstanding.push(span);
         let proc = (ms(r.first_ts - rq_last) - srv_rtt).max(0.0);
@@ -336,7 +336,6 @@ fn profile(
         let reply_bytes = t.reply_bytes().unwrap_or(0);
         p.data_bytes += t.req_bytes + reply_bytes;
         if names.is_data_op(t) {
-            data_intervals.extend_from_slice(&four);
             p.io_requests += 1;
             p.io_bytes += match t.count() {
                 Some(c) if c > 0 => c,
@@ -351,8 +350,28 @@ fn profile(
             protocols.push(protocol);
         }
     }
-    p.ns = partition(&intervals);
-    p.data_ns = partition(&data_intervals);
+    // Each request's moments: transferring (request and reply bytes on the
+    // wire), at the server (between them, less the server-side half round
+    // trip), in the network (the client-side half round trips around it).
+    // Built twice rather than kept (a connection may hold many requests).
+    let four = |t: &&TxFacts| {
+        let r = t.reply().unwrap_or(Ends {
+            first_ts: t.req_last_ts,
+            last_ts: t.req_last_ts,
+        });
+        let (rq, rq_last) = (t.req_first_ts, t.req_last_ts);
+        [
+            (rq, rq_last, 0u8),
+            (r.first_ts, r.last_ts, 0),
+            (rq_last + b, r.first_ts - b, 1),
+            (rq - a, r.last_ts + a, 2),
+        ]
+    };
+    let mut points = Vec::with_capacity(txs.len() * 8);
+    p.ns = partition_into(&mut points, txs.iter().flat_map(four));
+    let data = txs.iter().filter(|t| names.is_data_op(t));
+    p.data_ns = partition_into(&mut points, data.flat_map(four));
+    drop(points);
     let lo = outstanding.iter().map(|s| s.0).min().unwrap_or(0);
     let hi = outstanding.iter().map(|s| s.1).max().unwrap_or(0);
     p.span_ns = (hi - lo).max(1);
@@ -513,10 +532,10 @@ mod tests {
     #[test]
     fn partition_gives_each_instant_to_the_lowest_state() {
         // transfer 0-10, server 5-20, network 0-30: 10 / 10 / 10.
-        let t = partition(&[(0, 10, 0), (5, 20, 1), (0, 30, 2)]);
+        let t = partition([(0, 10, 0), (5, 20, 1), (0, 30, 2)]);
         assert_eq!(t, [10, 10, 10]);
         // Empty and reversed intervals count for nothing.
-        assert_eq!(partition(&[(5, 5, 0), (9, 3, 1)]), [0, 0, 0]);
+        assert_eq!(partition([(5, 5, 0), (9, 3, 1)]), [0, 0, 0]);
     }
 
     #[test]

@@ -99,8 +99,9 @@ impl Names {
     }
 }
 
-/// Facts per spilled block (about 60 KB before compression).
-const BLOCK: usize = 512;
+/// Facts per spilled block (about 16 KB before compression): small, as
+/// every connection keeps one partly filled in memory.
+const BLOCK: usize = 128;
 
 /// One connection's facts (or a UDP endpoint pair's, under stream 0): the
 /// newest in memory, older ones in compressed blocks in the spill.
