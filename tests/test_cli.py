@@ -352,6 +352,29 @@ def test_closed_pipe_is_quiet() -> None:
 
 
 @pytest.mark.usefixtures("engine")
+def test_command_writes_everything_and_its_status_before_exiting() -> None:
+    # The command ends with os._exit (no interpreter teardown): buffered output must be out.
+    ok = subprocess.run(
+        [sys.executable, "-m", "nastriage", "analyze", str(capture(RETRANS)), "--json", "-"],
+        capture_output=True,
+        env=cli_env(),
+        check=False,
+        timeout=120,
+    )
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(ok.stdout)["captures"]
+    bad = subprocess.run(
+        [sys.executable, "-m", "nastriage", "analyze", str(capture(BROKEN[0]))],
+        capture_output=True,
+        env=cli_env(),
+        check=False,
+        timeout=120,
+    )
+    assert bad.returncode == 2
+    assert b"byte offset" in bad.stderr
+
+
+@pytest.mark.usefixtures("engine")
 def test_in_process_main(capsys: pytest.CaptureFixture[str]) -> None:
     from nastriage.cli import main
 
