@@ -88,8 +88,11 @@ impl Spill {
 
 /// An unlinked temporary file, or `None` when none can be made.
 fn temp_file() -> Option<File> {
+    temp_file_in(&std::env::temp_dir())
+}
+
+fn temp_file_in(dir: &std::path::Path) -> Option<File> {
     static NEXT: AtomicU64 = AtomicU64::new(0);
-    let dir = std::env::temp_dir();
     for _ in 0..4 {
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let nanos = std::time::SystemTime::now()
@@ -170,6 +173,13 @@ mod tests {
         for (span, want) in spans.into_iter().zip(blocks()) {
             assert_eq!(s.get(span), want);
         }
+    }
+
+    /// No usable temporary directory: no file, and (see `put`) memory instead.
+    #[test]
+    fn no_temporary_directory_means_no_file() {
+        let missing = std::env::temp_dir().join(".nastriage-no-such-dir/below");
+        assert!(temp_file_in(&missing).is_none());
     }
 
     /// The file is unlinked: nothing named after it is left in the directory.
