@@ -205,6 +205,9 @@ pub struct Reclassified {
 pub struct RetransTracker {
     pub counts: RetransCounts,
     recent_tx: VecDeque<Tx>,
+    /// At least the largest start in `recent_tx` (the largest ever noted):
+    /// new data starts above it, so most segments need no scan.
+    max_start: Option<i64>,
     recent_rtx: VecDeque<Rtx>,
 }
 
@@ -219,6 +222,7 @@ impl RetransTracker {
         if self.recent_tx.len() == RECENT_TX {
             self.recent_tx.pop_front();
         }
+        self.max_start = Some(self.max_start.map_or(start, |m| m.max(start)));
         self.recent_tx.push_back(Tx {
             start,
             len,
@@ -229,6 +233,9 @@ impl RetransTracker {
 
     /// Same start, length, IP ID and payload as a recent transmission.
     pub fn is_duplicate(&self, start: i64, len: u32, ip_id: u32, hash: u64) -> bool {
+        if self.max_start.is_none_or(|m| start > m) {
+            return false;
+        }
         self.recent_tx
             .iter()
             .rev()
