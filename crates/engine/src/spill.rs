@@ -86,6 +86,40 @@ impl Spill {
     }
 }
 
+/// zstd level of the blocks: fast, and enough for repeated names and handles.
+const ZSTD_LEVEL: i32 = 1;
+
+thread_local! {
+    // One compression and one decompression context per thread, reused:
+    // making a context costs more than compressing a small block.
+    static COMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Compressor<'static>>> =
+        const { std::cell::RefCell::new(None) };
+    static DECOMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// `raw` compressed with zstd (None only if zstd fails).
+pub(crate) fn compress(raw: &[u8]) -> Option<Vec<u8>> {
+    COMPRESSOR.with(|c| {
+        let mut c = c.try_borrow_mut().ok()?;
+        if c.is_none() {
+            *c = Some(zstd::bulk::Compressor::new(ZSTD_LEVEL).ok()?);
+        }
+        c.as_mut()?.compress(raw).ok()
+    })
+}
+
+/// What [`compress`] made of `raw_len` bytes, back.
+pub(crate) fn decompress(bytes: &[u8], raw_len: usize) -> Option<Vec<u8>> {
+    DECOMPRESSOR.with(|d| {
+        let mut d = d.try_borrow_mut().ok()?;
+        if d.is_none() {
+            *d = Some(zstd::bulk::Decompressor::new().ok()?);
+        }
+        d.as_mut()?.decompress(bytes, raw_len).ok()
+    })
+}
+
 /// An unlinked temporary file, or `None` when none can be made.
 fn temp_file() -> Option<File> {
     temp_file_in(&std::env::temp_dir())
@@ -180,6 +214,15 @@ mod tests {
     fn no_temporary_directory_means_no_file() {
         let missing = std::env::temp_dir().join(".nastriage-no-such-dir/below");
         assert!(temp_file_in(&missing).is_none());
+    }
+
+    #[test]
+    fn blocks_compress_and_come_back() {
+        for n in [0usize, 1, 100, 100_000] {
+            let raw: Vec<u8> = (0..n).map(|i| (i % 7) as u8).collect();
+            let packed = compress(&raw).expect("compress");
+            assert_eq!(decompress(&packed, raw.len()), Some(raw));
+        }
     }
 
     /// The file is unlinked: nothing named after it is left in the directory.

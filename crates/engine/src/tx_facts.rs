@@ -230,14 +230,14 @@ fn encode(facts: &[TxFacts], spill: &mut Spill) -> Option<Span> {
     use bincode::Options;
     let raw = codec().serialize(facts).ok()?;
     let mut out = (raw.len() as u32).to_le_bytes().to_vec();
-    out.extend(zstd::bulk::compress(&raw, 1).ok()?);
+    out.extend(crate::spill::compress(&raw)?);
     Some(spill.put(out))
 }
 
 fn decode(bytes: &[u8]) -> Option<Vec<TxFacts>> {
     use bincode::Options;
     let (len, packed) = bytes.split_first_chunk::<4>()?;
-    let raw = zstd::bulk::decompress(packed, u32::from_le_bytes(*len) as usize).ok()?;
+    let raw = crate::spill::decompress(packed, u32::from_le_bytes(*len) as usize)?;
     codec().deserialize(&raw).ok()
 }
 

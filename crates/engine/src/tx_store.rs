@@ -30,8 +30,6 @@ use crate::transactions::Transaction;
 const RUN: usize = 4096;
 /// Transactions kept uncompressed (the reorder window).
 const WINDOW: usize = 2 * RUN;
-/// zstd level: fast, and enough for the repeated names and handles.
-const ZSTD_LEVEL: i32 = 1;
 
 /// Request order: first frame, last frame, emission number.
 type Key = (u64, u64, u64);
@@ -82,7 +80,7 @@ impl Chunk {
             .map(|(s, t)| (*s, t.protocol, t.transport, t.auth, t))
             .collect();
         let raw = codec().serialize(&written).ok()?;
-        let bytes = zstd::bulk::compress(&raw, ZSTD_LEVEL).ok()?;
+        let bytes = crate::spill::compress(&raw)?;
         Some(Chunk {
             span: spill.put(bytes),
             raw_len: raw.len(),
@@ -90,7 +88,7 @@ impl Chunk {
     }
 
     fn decode(&self, spill: &Spill) -> Option<Vec<(u64, Transaction)>> {
-        let raw = zstd::bulk::decompress(&spill.get(self.span), self.raw_len).ok()?;
+        let raw = crate::spill::decompress(&spill.get(self.span), self.raw_len)?;
         let read: Vec<Read> = codec().deserialize(&raw).ok()?;
         Some(
             read.into_iter()
