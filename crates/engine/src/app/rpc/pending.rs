@@ -2,7 +2,10 @@
 //! direction the call travelled and its XID, bounded: past the cap the
 //! oldest call is evicted (and reported unanswered by the caller).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+// Looked up for every call and reply: a fast hasher (seeded per process).
+use foldhash::HashMap;
 
 use crate::transactions::Transaction;
 
@@ -40,7 +43,7 @@ impl Default for PendingCalls {
 impl PendingCalls {
     pub fn with_capacity(cap: usize) -> Self {
         PendingCalls {
-            map: HashMap::new(),
+            map: HashMap::default(),
             order: VecDeque::new(),
             serial: 0,
             cap: cap.max(1),
