@@ -14,6 +14,8 @@
 use std::fs::File;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use bincode::Options;
+
 /// Where a block went.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Span {
@@ -79,11 +81,46 @@ impl Spill {
         }
     }
 
+    /// Set a value aside serialised (bincode, varints) and compressed
+    /// (zstd); None only if either fails.
+    pub(crate) fn put_packed<T: serde::Serialize + ?Sized>(&mut self, value: &T) -> Option<Packed> {
+        let raw = codec().serialize(value).ok()?;
+        let raw_len = u32::try_from(raw.len()).ok()?;
+        Some(Packed {
+            span: self.put(compress(&raw)?),
+            raw_len,
+        })
+    }
+
+    /// A value [`Self::put_packed`] set aside, back (None: it does not read
+    /// back, which only a bug can cause).
+    pub(crate) fn get_packed<T: serde::de::DeserializeOwned>(&self, p: Packed) -> Option<T> {
+        let raw = decompress(&self.get(p.span), p.raw_len as usize)?;
+        codec().deserialize(&raw).ok()
+    }
+
+    /// Bytes a packed value takes in the spill.
+    #[cfg(test)]
+    pub(crate) fn packed_len(&self, p: Packed) -> usize {
+        self.get(p.span).len()
+    }
+
     /// Bytes set aside in memory (not in the file).
     #[cfg(test)]
     pub(crate) fn memory_bytes(&self) -> usize {
         self.memory.iter().map(Vec::len).sum()
     }
+}
+
+/// A value set aside by [`Spill::put_packed`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Packed {
+    span: Span,
+    raw_len: u32,
+}
+
+fn codec() -> impl Options {
+    bincode::DefaultOptions::new().with_varint_encoding()
 }
 
 /// zstd level of the blocks: fast, and enough for repeated names and handles.
@@ -99,7 +136,7 @@ thread_local! {
 }
 
 /// `raw` compressed with zstd (None only if zstd fails).
-pub(crate) fn compress(raw: &[u8]) -> Option<Vec<u8>> {
+fn compress(raw: &[u8]) -> Option<Vec<u8>> {
     COMPRESSOR.with(|c| {
         let mut c = c.try_borrow_mut().ok()?;
         if c.is_none() {
@@ -110,7 +147,7 @@ pub(crate) fn compress(raw: &[u8]) -> Option<Vec<u8>> {
 }
 
 /// What [`compress`] made of `raw_len` bytes, back.
-pub(crate) fn decompress(bytes: &[u8], raw_len: usize) -> Option<Vec<u8>> {
+fn decompress(bytes: &[u8], raw_len: usize) -> Option<Vec<u8>> {
     DECOMPRESSOR.with(|d| {
         let mut d = d.try_borrow_mut().ok()?;
         if d.is_none() {
@@ -214,6 +251,26 @@ mod tests {
     fn no_temporary_directory_means_no_file() {
         let missing = std::env::temp_dir().join(".nastriage-no-such-dir/below");
         assert!(temp_file_in(&missing).is_none());
+    }
+
+    #[test]
+    fn packed_values_come_back() {
+        for mut s in [Spill::default(), Spill::in_memory()] {
+            let values: Vec<Vec<(u64, String)>> = (0..20u64)
+                .map(|i| {
+                    (0..i * 50)
+                        .map(|j| (j * i, format!("name{}", j % 7)))
+                        .collect()
+                })
+                .collect();
+            let packed: Vec<Packed> = values
+                .iter()
+                .map(|v| s.put_packed(v).expect("packs"))
+                .collect();
+            for (p, want) in packed.into_iter().zip(&values) {
+                assert_eq!(s.get_packed::<Vec<(u64, String)>>(p).as_ref(), Some(want));
+            }
+        }
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! connection and mostly compressed in a spill (see [`Facts`]).
 
 use crate::interner::Interner;
-use crate::spill::{Span, Spill};
+use crate::spill::{Packed, Spill};
 use crate::transactions::Transaction;
 
 /// First and last byte times of a request or reply.
@@ -108,7 +108,7 @@ const BLOCK: usize = 128;
 #[derive(Debug, Default)]
 struct StreamFacts {
     tail: Vec<TxFacts>,
-    blocks: Vec<Span>,
+    blocks: Vec<Packed>,
 }
 
 /// Every transaction's facts, by connection, and the names they use. The
@@ -126,11 +126,6 @@ pub(crate) struct Facts {
     span: Option<(i64, i64)>,
 }
 
-fn codec() -> impl bincode::Options {
-    use bincode::Options;
-    bincode::DefaultOptions::new().with_varint_encoding()
-}
-
 impl Facts {
     /// Add one transaction; `seq` is its emission number in the log.
     pub fn add(&mut self, t: &Transaction, seq: u64) {
@@ -143,8 +138,8 @@ impl Facts {
         let s = self.streams.entry((!fact.tcp(), fact.stream)).or_default();
         s.tail.push(fact);
         if s.tail.len() >= BLOCK {
-            if let Some(span) = encode(&s.tail, &mut self.spill) {
-                s.blocks.push(span);
+            if let Some(block) = self.spill.put_packed(&s.tail) {
+                s.blocks.push(block);
                 s.tail.clear();
             }
             // (Not encodable: never in practice; the tail keeps them.)
@@ -211,10 +206,10 @@ impl Facts {
                 continue;
             };
             let mut txs = Vec::with_capacity(s.blocks.len() * BLOCK + s.tail.len());
-            for span in &s.blocks {
+            for block in &s.blocks {
                 // The facts wrote these bytes themselves: a block that does
                 // not read back is a bug, which must not drop requests.
-                let block = decode(&self.spill.get(*span)).unwrap_or_else(|| {
+                let block: Vec<TxFacts> = self.spill.get_packed(*block).unwrap_or_else(|| {
                     panic!("a block of request facts does not read back (a bug)")
                 });
                 txs.extend(block);
@@ -224,21 +219,6 @@ impl Facts {
             f(!key.0, key.1, txs);
         }
     }
-}
-
-fn encode(facts: &[TxFacts], spill: &mut Spill) -> Option<Span> {
-    use bincode::Options;
-    let raw = codec().serialize(facts).ok()?;
-    let mut out = (raw.len() as u32).to_le_bytes().to_vec();
-    out.extend(crate::spill::compress(&raw)?);
-    Some(spill.put(out))
-}
-
-fn decode(bytes: &[u8]) -> Option<Vec<TxFacts>> {
-    use bincode::Options;
-    let (len, packed) = bytes.split_first_chunk::<4>()?;
-    let raw = crate::spill::decompress(packed, u32::from_le_bytes(*len) as usize)?;
-    codec().deserialize(&raw).ok()
 }
 
 impl TxFacts {

@@ -21,9 +21,7 @@
 use std::collections::HashSet;
 use std::sync::{Mutex, OnceLock};
 
-use bincode::Options;
-
-use crate::spill::{Span, Spill};
+use crate::spill::{Packed, Spill};
 use crate::transactions::Transaction;
 
 /// Transactions per compressed run.
@@ -36,18 +34,6 @@ type Key = (u64, u64, u64);
 
 fn key(seq: u64, t: &Transaction) -> Key {
     (t.request.first_frame, t.request.last_frame, seq)
-}
-
-fn codec() -> impl Options {
-    bincode::DefaultOptions::new().with_varint_encoding()
-}
-
-/// A compressed chunk of (emission number, transaction) pairs, set aside in
-/// the store's spill.
-#[derive(Debug)]
-struct Chunk {
-    span: Span,
-    raw_len: usize,
 }
 
 /// A record as written: the emission number, the transaction's static
@@ -73,34 +59,27 @@ fn intern(s: &str) -> &'static str {
     kept
 }
 
-impl Chunk {
-    fn encode(items: &[(u64, Transaction)], spill: &mut Spill) -> Option<Chunk> {
-        let written: Vec<Written<'_>> = items
-            .iter()
-            .map(|(s, t)| (*s, t.protocol, t.transport, t.auth, t))
-            .collect();
-        let raw = codec().serialize(&written).ok()?;
-        let bytes = crate::spill::compress(&raw)?;
-        Some(Chunk {
-            span: spill.put(bytes),
-            raw_len: raw.len(),
-        })
-    }
+/// Serialise and compress `items` into the spill.
+fn pack(items: &[(u64, Transaction)], spill: &mut Spill) -> Option<Packed> {
+    let written: Vec<Written<'_>> = items
+        .iter()
+        .map(|(s, t)| (*s, t.protocol, t.transport, t.auth, t))
+        .collect();
+    spill.put_packed(&written)
+}
 
-    fn decode(&self, spill: &Spill) -> Option<Vec<(u64, Transaction)>> {
-        let raw = crate::spill::decompress(&spill.get(self.span), self.raw_len)?;
-        let read: Vec<Read> = codec().deserialize(&raw).ok()?;
-        Some(
-            read.into_iter()
-                .map(|(s, protocol, transport, auth, mut t)| {
-                    t.protocol = intern(&protocol);
-                    t.transport = intern(&transport);
-                    t.auth = auth.as_deref().map(intern);
-                    (s, t)
-                })
-                .collect(),
-        )
-    }
+fn unpack(p: Packed, spill: &Spill) -> Option<Vec<(u64, Transaction)>> {
+    let read: Vec<Read> = spill.get_packed(p)?;
+    Some(
+        read.into_iter()
+            .map(|(s, protocol, transport, auth, mut t)| {
+                t.protocol = intern(&protocol);
+                t.transport = intern(&transport);
+                t.auth = auth.as_deref().map(intern);
+                (s, t)
+            })
+            .collect(),
+    )
 }
 
 /// The transactions of one analysis (see the module documentation).
@@ -109,11 +88,11 @@ pub struct TxStore {
     /// Reorder buffer, emission order.
     hot: Vec<(u64, Transaction)>,
     /// Sorted runs, each after the previous one.
-    runs: Vec<Chunk>,
+    runs: Vec<Packed>,
     /// Key of the last transaction in the runs.
     high: Option<Key>,
     late: Vec<(u64, Transaction)>,
-    late_chunks: Vec<Chunk>,
+    late_chunks: Vec<Packed>,
     /// Transactions that could not be encoded and are kept as they are
     /// (none in practice; a fallback that loses nothing).
     unencoded: Vec<(u64, Transaction)>,
@@ -167,17 +146,17 @@ impl TxStore {
     }
 
     fn stash(&mut self, items: Vec<(u64, Transaction)>, late: bool) {
-        match Chunk::encode(&items, &mut self.spill) {
+        match pack(&items, &mut self.spill) {
             Some(c) if late => self.late_chunks.push(c),
             Some(c) => self.runs.push(c),
             None => self.unencoded.extend(items),
         }
     }
 
-    fn decode(&self, c: &Chunk) -> Vec<(u64, Transaction)> {
+    fn decode(&self, c: &Packed) -> Vec<(u64, Transaction)> {
         // The store wrote these bytes itself: they fail to read back only
         // through a bug, which must not silently drop requests.
-        c.decode(&self.spill).unwrap_or_else(|| {
+        unpack(*c, &self.spill).unwrap_or_else(|| {
             panic!("a compressed run of transactions does not read back (a bug)")
         })
     }
@@ -218,7 +197,7 @@ impl TxStore {
             .runs
             .iter()
             .chain(&self.late_chunks)
-            .map(|c| self.spill.get(c.span).len())
+            .map(|c| self.spill.packed_len(*c))
             .sum();
         let items = self.hot.len() + self.late.len() + self.unencoded.len();
         chunks + items * std::mem::size_of::<(u64, Transaction)>()
