@@ -113,9 +113,9 @@ impl Source {
     /// its start.
     fn own_buffer(&mut self) {
         let tail = self.end - self.pos;
-        if Arc::get_mut(&mut self.buf).is_some() {
+        if let Some(buf) = Arc::get_mut(&mut self.buf) {
             if self.pos > 0 {
-                Arc::make_mut(&mut self.buf).copy_within(self.pos..self.end, 0);
+                buf.copy_within(self.pos..self.end, 0);
             }
         } else {
             let mut fresh = self.spare(self.buf.len().max(tail));

@@ -29,6 +29,9 @@ const PAYLOAD_BYTES: usize = 1 << 20;
 /// Reader buffers one batch may hold (several files are read at once when
 /// they are merged).
 const BUFFERS: usize = 4;
+/// Batches in flight per stage (each holds up to 1 MiB of reader buffers;
+/// deeper queues measured no faster).
+const DEPTH: usize = 2;
 /// `Place::buf` of a payload copied into the arena.
 const ARENA: u8 = u8::MAX;
 
@@ -39,16 +42,13 @@ pub(crate) struct Place {
     start: u32,
     len: u32,
 }
-/// Batches in flight per stage (each holds up to 1 MiB of reader buffers;
-/// deeper queues measured no faster).
-const DEPTH: usize = 2;
 
 pub(crate) enum Item {
     Tcp {
         frame: u64,
         ts: i64,
         asg: Assignment,
-        /// The segment with an empty payload; the payload is `range` of the arena.
+        /// The segment with an empty payload; the payload is at `range`.
         seg: TcpSegment<'static>,
         ip: IpInfo,
         range: Place,
@@ -237,22 +237,15 @@ impl Feeder {
     /// Where `payload` lies: in `buf` (the reader's buffer of the packet),
     /// held by the batch, or else copied.
     fn place(&mut self, payload: &[u8], buf: Option<&Shared>) -> Place {
-        let Some(buf) = buf.filter(|_| !payload.is_empty()) else {
+        // Addresses compared as numbers: where `payload` starts in `buf`,
+        // if it lies within it.
+        let start = buf.filter(|_| !payload.is_empty()).and_then(|b| {
+            let at = (payload.as_ptr() as usize).checked_sub(b.as_ptr() as usize)?;
+            (at + payload.len() <= b.len()).then_some((b, u32::try_from(at).ok()?))
+        });
+        let Some((buf, start)) = start else {
             return self.cur.copy(payload);
         };
-        // Addresses compared as numbers: is `payload` inside `buf`?
-        let base = buf.as_ptr() as usize;
-        let at = payload.as_ptr() as usize;
-        let inside = at >= base && at + payload.len() <= base + buf.len();
-        let (Ok(start), Ok(len)) = (
-            u32::try_from(at.wrapping_sub(base)),
-            u32::try_from(payload.len()),
-        ) else {
-            return self.cur.copy(payload);
-        };
-        if !inside {
-            return self.cur.copy(payload);
-        }
         let i = match self.cur.bufs.iter().position(|b| Arc::ptr_eq(b, buf)) {
             Some(i) => i,
             None => {
@@ -267,7 +260,8 @@ impl Feeder {
         Place {
             buf: i as u8,
             start,
-            len,
+            // (Within a buffer, whose offsets fit in `u32`.)
+            len: payload.len() as u32,
         }
     }
 
