@@ -25,7 +25,7 @@ use arrow_array::{ArrayRef, RecordBatch};
 use crate::columns::Cols;
 use crate::conversations::ConversationTable;
 use crate::tcp::TcpAnalysis;
-use crate::tx_facts::{Ends, Names, TxFacts};
+use crate::tx_facts::{Names, TxFacts};
 
 /// Protocols whose transactions the latency rules judge (not portmap, mount...).
 fn is_storage(protocol: &str) -> bool {
@@ -111,14 +111,9 @@ pub fn union_ns(intervals: &mut [(i64, i64)]) -> i64 {
 }
 
 /// Nanoseconds per state for (start, end, state) intervals; at any instant
-/// the lowest state present wins.
-pub fn partition(intervals: impl IntoIterator<Item = (i64, i64, u8)>) -> [i64; 3] {
-    let mut points = Vec::new();
-    partition_into(&mut points, intervals)
-}
-
-/// [`partition`] with `points` as its working buffer (cleared first).
-fn partition_into(
+/// the lowest state present wins. `points` is the working buffer (cleared
+/// first), so that one serves several calls.
+fn partition(
     points: &mut Vec<(i64, i8, u8)>,
     intervals: impl IntoIterator<Item = (i64, i64, u8)>,
 ) -> [i64; 3] {
@@ -355,22 +350,19 @@ fn profile(
     // trip), in the network (the client-side half round trips around it).
     // Built twice rather than kept (a connection may hold many requests).
     let four = |t: &&TxFacts| {
-        let r = t.reply().unwrap_or(Ends {
-            first_ts: t.req_last_ts,
-            last_ts: t.req_last_ts,
-        });
+        let r = t.reply()?;
         let (rq, rq_last) = (t.req_first_ts, t.req_last_ts);
-        [
+        Some([
             (rq, rq_last, 0u8),
             (r.first_ts, r.last_ts, 0),
             (rq_last + b, r.first_ts - b, 1),
             (rq - a, r.last_ts + a, 2),
-        ]
+        ])
     };
     let mut points = Vec::with_capacity(txs.len() * 8);
-    p.ns = partition_into(&mut points, txs.iter().flat_map(four));
+    p.ns = partition(&mut points, txs.iter().filter_map(four).flatten());
     let data = txs.iter().filter(|t| names.is_data_op(t));
-    p.data_ns = partition_into(&mut points, data.flat_map(four));
+    p.data_ns = partition(&mut points, data.filter_map(four).flatten());
     drop(points);
     let lo = outstanding.iter().map(|s| s.0).min().unwrap_or(0);
     let hi = outstanding.iter().map(|s| s.1).max().unwrap_or(0);
@@ -532,10 +524,11 @@ mod tests {
     #[test]
     fn partition_gives_each_instant_to_the_lowest_state() {
         // transfer 0-10, server 5-20, network 0-30: 10 / 10 / 10.
-        let t = partition([(0, 10, 0), (5, 20, 1), (0, 30, 2)]);
+        let mut points = Vec::new();
+        let t = partition(&mut points, [(0, 10, 0), (5, 20, 1), (0, 30, 2)]);
         assert_eq!(t, [10, 10, 10]);
         // Empty and reversed intervals count for nothing.
-        assert_eq!(partition([(5, 5, 0), (9, 3, 1)]), [0, 0, 0]);
+        assert_eq!(partition(&mut points, [(5, 5, 0), (9, 3, 1)]), [0, 0, 0]);
     }
 
     #[test]
