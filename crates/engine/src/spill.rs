@@ -27,6 +27,9 @@ pub(crate) enum Span {
 pub(crate) struct Spill {
     /// `None` before the first block, `Some(None)` when no file could be made.
     file: Option<Option<File>>,
+    /// A write failed (a full disk): later blocks stay in memory, while the
+    /// file is kept for the blocks already in it.
+    full: bool,
     len: u64,
     memory: Vec<Vec<u8>>,
 }
@@ -43,8 +46,8 @@ impl Spill {
 
     /// Set a block aside.
     pub(crate) fn put(&mut self, bytes: Vec<u8>) -> Span {
-        let file = self.file.get_or_insert_with(temp_file);
-        if let (Some(f), Ok(len)) = (file.as_ref(), u32::try_from(bytes.len())) {
+        let file = self.file.get_or_insert_with(temp_file).as_ref();
+        if let (Some(f), Ok(len), false) = (file, u32::try_from(bytes.len()), self.full) {
             if write_at(f, &bytes, self.len).is_ok() {
                 let span = Span::File {
                     offset: self.len,
@@ -53,8 +56,7 @@ impl Spill {
                 self.len += u64::from(len);
                 return span;
             }
-            // A full disk: this block and the next stay in memory.
-            *file = None;
+            self.full = true;
         }
         self.memory.push(bytes);
         Span::Memory((self.memory.len() - 1) as u32)
@@ -241,6 +243,32 @@ mod tests {
         let mut s = Spill::in_memory();
         let spans: Vec<Span> = blocks().into_iter().map(|b| s.put(b)).collect();
         assert!(spans.iter().all(|s| matches!(s, Span::Memory(_))));
+        for (span, want) in spans.into_iter().zip(blocks()) {
+            assert_eq!(s.get(span), want);
+        }
+    }
+
+    /// A file that cannot be written (a full disk): the blocks go to memory
+    /// and all read back.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_full_disk_falls_back_to_memory() {
+        let Ok(full) = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/full")
+        else {
+            return; // no /dev/full here
+        };
+        let mut s = Spill {
+            file: Some(Some(full)),
+            ..Default::default()
+        };
+        // (The first, empty block is written: nothing to fail on.)
+        let spans: Vec<Span> = blocks().into_iter().map(|b| s.put(b)).collect();
+        assert!(s.full);
+        assert!(spans[1..].iter().all(|s| matches!(s, Span::Memory(_))));
+        // Every block reads back, those in the file included.
         for (span, want) in spans.into_iter().zip(blocks()) {
             assert_eq!(s.get(span), want);
         }
