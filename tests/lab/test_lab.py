@@ -185,9 +185,12 @@ def test_scenario_produces_labelled_captures(lab_run: dict, name: str) -> None:
         assert cap.get("dropped_by_kernel", 0) == 0
     if shutil.which("tshark"):
         proto = RUNS[name][1]
+        # The NFS clients bind a random reserved port; tshark decodes by the
+        # lower port first, so a client on e.g. 524 (NCP) hides the NFS on
+        # 2049 unless the RPC heuristic runs first.
         r = subprocess.run(
-            ["tshark", "-n", "-r", str(d / "client.pcap"), "-Y", proto,
-             "-T", "fields", "-e", "frame.number"],
+            ["tshark", "-n", "-r", str(d / "client.pcap"), "-o", "tcp.try_heuristic_first:TRUE",
+             "-Y", proto, "-T", "fields", "-e", "frame.number"],
             capture_output=True, text=True, timeout=120,
         )  # fmt: skip
         assert r.stdout.strip(), f"tshark sees no {proto} in {name}"
