@@ -17,6 +17,19 @@ class ArrowStream(Protocol):
 
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
 
+class TableStream:
+    """One result table: an Arrow C stream, and its columns as plain Python values."""
+
+    #: Rows in the table.
+    num_rows: int
+    #: Column names, in table order.
+    column_names: list[str]
+
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
+    def columns(self, names: list[str] | None = None) -> dict[str, list[object]]:
+        """The named columns (all by default) as lists, by name; names the table lacks are
+        left out. Timestamps as integer nanoseconds since the epoch, nulls None."""
+
 class Analysis:
     """Result of one analysis run over one or more capture files (merged)."""
 
@@ -42,7 +55,7 @@ class Analysis:
     app_stats: dict[str, int]
 
     def table_names(self) -> list[str]: ...
-    def table(self, name: str) -> ArrowStream:
+    def table(self, name: str) -> TableStream:
         """An Arrow C stream over the named table (e.g. "conversations").
         Each call gives a fresh stream; pyarrow: ``pa.table(analysis.table(n))``."""
 

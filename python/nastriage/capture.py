@@ -18,7 +18,16 @@ if TYPE_CHECKING:
 
     from nastriage._core import Analysis, ArrowStream
 
-__all__ = ["Capture", "arrow_table", "timestamps_ns"]
+__all__ = [
+    "Capture",
+    "PlainTable",
+    "arrow_table",
+    "column_names",
+    "read_columns",
+    "read_rows",
+    "readable_table",
+    "timestamps_ns",
+]
 
 PathArg = Union[str, "os.PathLike[str]"]
 
@@ -67,6 +76,79 @@ def timestamps_ns(column: Any) -> list[int | None]:
     return out
 
 
+class PlainTable:
+    """A result table read as plain Python values, column by column, without pyarrow.
+
+    The command line reads only small summary tables, and importing pyarrow would cost it
+    about 60 MB and a tenth of a second of CPU. Columns are converted by the engine when
+    first asked for, then kept; timestamps are integer nanoseconds since the epoch, nulls
+    ``None``. Use :meth:`Capture.table` for the Arrow table itself."""
+
+    __slots__ = ("_cols", "_source", "column_names", "num_rows")
+
+    def __init__(self, source: Any) -> None:
+        self._source = source
+        self.num_rows: int = int(source.num_rows)
+        self.column_names: list[str] = list(source.column_names)
+        self._cols: dict[str, list[Any]] = {}
+
+    def columns(self, names: Sequence[str]) -> dict[str, list[Any]]:
+        """The named columns as lists; a name the table lacks gives a list of None (so
+        readers work with older or newer schemas)."""
+        present = set(self.column_names)
+        todo = [n for n in names if n in present and n not in self._cols]
+        if todo:
+            self._cols.update(self._source.columns(todo))
+        return {n: self._cols[n] if n in present else [None] * self.num_rows for n in names}
+
+
+def read_columns(table: Any, names: Sequence[str]) -> dict[str, list[Any]]:
+    """Columns of a table (a :class:`PlainTable` or a pyarrow table) as Python lists;
+    timestamps as int ns; absent columns as lists of None (so readers work with older or
+    newer schemas)."""
+    if isinstance(table, PlainTable):
+        return table.columns(names)
+    import pyarrow as pa
+
+    n = table.num_rows
+    out: dict[str, list[Any]] = {}
+    present = set(table.schema.names)
+    for name in names:
+        if name not in present:
+            out[name] = [None] * n
+            continue
+        col = table.column(name)
+        # (dictionary columns decode themselves in to_pylist)
+        if pa.types.is_timestamp(col.type):
+            out[name] = timestamps_ns(col)
+        else:
+            out[name] = col.to_pylist()
+    return out
+
+
+def readable_table(capture: Any, name: str) -> Any:
+    """A capture's table for :func:`read_columns` / :func:`read_rows`: its
+    :meth:`Capture.plain_table` (no pyarrow), or ``table(name)`` for a stand-in capture
+    object that has only that."""
+    plain = getattr(capture, "plain_table", None)
+    return plain(name) if plain is not None else capture.table(name)
+
+
+def column_names(table: Any) -> list[str]:
+    """The column names of a :class:`PlainTable` or a pyarrow table."""
+    if isinstance(table, PlainTable):
+        return list(table.column_names)
+    return list(table.schema.names)
+
+
+def read_rows(table: Any, names: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """Every row of a table (a :class:`PlainTable` or a pyarrow table) as a dict of the
+    named columns (all by default); timestamps as int ns."""
+    keys = list(names) if names is not None else column_names(table)
+    cols = read_columns(table, keys)
+    return [dict(zip(keys, values)) for values in zip(*(cols[k] for k in keys))]
+
+
 class Capture:
     """One analysis run over one or more capture files (merged in time order).
 
@@ -78,6 +160,7 @@ class Capture:
         self._analysis = analysis
         self._paths = list(paths)
         self._tables: dict[str, pa.Table] = {}
+        self._plain: dict[str, PlainTable | pa.Table] = {}
         self._duckdb: duckdb.DuckDBPyConnection | None = None
 
     @classmethod
@@ -166,6 +249,28 @@ class Capture:
             raise KeyError(f"no table named {name!r} (tables: {known})")
         table = arrow_table(self._analysis.table(name))
         self._tables[name] = table
+        return table
+
+    def plain_table(self, name: str) -> PlainTable | pa.Table:
+        """The named table for reading as Python values (:class:`PlainTable`), without
+        importing pyarrow. When the table was already imported to Arrow, or the engine
+        cannot give plain columns, the ``pyarrow.Table`` (read it with
+        ``nastriage.diagnosis.context.columns``, which takes both)."""
+        cached = self._tables.get(name)
+        if cached is not None:
+            return cached
+        plain = self._plain.get(name)
+        if plain is not None:
+            return plain
+        if name not in self.table_names:
+            known = ", ".join(self.table_names) or "none"
+            raise KeyError(f"no table named {name!r} (tables: {known})")
+        from nastriage import _core
+
+        source = self._analysis.table(name)
+        # Another Arrow stream (a stand-in analysis in tests) is read through pyarrow.
+        table = PlainTable(source) if isinstance(source, _core.TableStream) else self.table(name)
+        self._plain[name] = table
         return table
 
     def tables(self) -> dict[str, pa.Table]:

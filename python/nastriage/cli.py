@@ -4,7 +4,8 @@ Exit status: 0 analysed; 1 internal error (a bug: please report it); 2 bad usage
 unreadable input; 130 interrupted (Ctrl-C); 141 output closed early (e.g. ``| head``).
 
 Startup must stay fast (``nastriage --version`` well under 0.3 s): this module imports only
-the standard library at the top; the engine, pyarrow and rich load when needed.
+the standard library at the top; the engine and the views load when needed (pyarrow only
+for ``--html``).
 """
 
 from __future__ import annotations
@@ -184,9 +185,10 @@ def _no_progress(bytes_read: int, total_bytes: int) -> None:
 
 def _preload(modules: list[str]) -> None:
     """Import what the run needs after the analysis while the engine works: it runs with
-    the GIL released on its own threads, so the imports (pyarrow, the rules, the views:
-    a good part of a short run) cost no wall time. A failed import is left for the real
-    import to report."""
+    the GIL released on its own threads, so the imports (the rules, the views) cost no
+    wall time. pyarrow is not among them: the rules and views read the engine's tables as
+    plain values (``Capture.plain_table``), and only ``--html`` and API users load it. A
+    failed import is left for the real import to report."""
     import importlib
     import threading
 
@@ -250,7 +252,7 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
                 raise _Fail(
                     f"cannot write the HTML report to {args.html}: {exc.strerror or exc}"
                 ) from None
-        later = ["pyarrow", "nastriage.diagnosis.run"]
+        later = ["nastriage.diagnosis.run"]
         if out is not None:
             later.append("nastriage.views.json_out")
         if show_summary:
@@ -348,8 +350,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run() -> NoReturn:
     """The ``nastriage`` command: :func:`main`, then exit without tearing the interpreter
-    down. Every output is written and closed by then; freeing the analysis and unloading
-    pyarrow would only add tens of milliseconds to every run."""
+    down. Every output is written and closed by then; freeing the analysis and the
+    interpreter's objects would only add tens of milliseconds to every run."""
     status = main()
     try:
         sys.stdout.flush()

@@ -2,6 +2,8 @@
 //! analysis with the GIL released and hands tables to Python through the
 //! Arrow PyCapsule stream interface (zero-copy for pyarrow, DuckDB, polars).
 
+mod lists;
+
 use std::sync::Arc;
 
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
@@ -132,6 +134,37 @@ impl TableStream {
     #[getter]
     fn num_rows(&self) -> usize {
         self.batch.num_rows()
+    }
+
+    /// The column names, in table order.
+    #[getter]
+    fn column_names(&self) -> Vec<String> {
+        let schema = self.batch.schema();
+        schema.fields().iter().map(|f| f.name().clone()).collect()
+    }
+
+    /// The named columns (all when `names` is None) as Python lists, by
+    /// name; names the table lacks are left out. Timestamps as integer
+    /// nanoseconds since the epoch.
+    #[pyo3(signature = (names=None))]
+    fn columns<'py>(
+        &self,
+        py: Python<'py>,
+        names: Option<Vec<String>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let out = PyDict::new(py);
+        let schema = self.batch.schema();
+        let wanted: Vec<String> = match names {
+            Some(n) => n,
+            None => self.column_names(),
+        };
+        for name in wanted {
+            if let Ok(i) = schema.index_of(&name) {
+                let list = lists::to_list(py, self.batch.column(i).as_ref())?;
+                out.set_item(name, list)?;
+            }
+        }
+        Ok(out)
     }
 }
 

@@ -13,7 +13,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from nastriage.capture import timestamps_ns
+from nastriage.capture import read_columns, read_rows, readable_table
 from nastriage.diagnosis.thresholds import DEFAULT, Thresholds
 
 if TYPE_CHECKING:
@@ -25,31 +25,10 @@ __all__ = ["Context", "Event", "StreamInfo", "Tx", "ZeroWindowEpisode", "columns
 STORAGE_PROTOCOLS = frozenset({"nfs", "smb2", "smb", "smb1", "smb3"})
 
 
-def columns(table: Any, names: tuple[str, ...] | list[str]) -> dict[str, list[Any]]:
-    """Columns of a pyarrow table as Python lists; timestamps as int ns; absent columns
-    as lists of None (so rules work with older or newer schemas)."""
-    import pyarrow as pa
-
-    n = table.num_rows
-    out: dict[str, list[Any]] = {}
-    present = set(table.schema.names)
-    for name in names:
-        if name not in present:
-            out[name] = [None] * n
-            continue
-        col = table.column(name)
-        # (dictionary columns decode themselves in to_pylist)
-        if pa.types.is_timestamp(col.type):
-            out[name] = timestamps_ns(col)
-        else:
-            out[name] = col.to_pylist()
-    return out
-
-
-def rows(table: Any, names: tuple[str, ...] | list[str] | None = None) -> list[dict[str, Any]]:
-    cols = columns(table, tuple(names) if names is not None else tuple(table.schema.names))
-    keys = list(cols)
-    return [dict(zip(keys, values)) for values in zip(*(cols[k] for k in keys))]
+#: Readers of a table's values (a :class:`~nastriage.capture.PlainTable` or a pyarrow
+#: table), kept under their old names here for the rules.
+columns = read_columns
+rows = read_rows
 
 
 @dataclass(frozen=True)
@@ -274,6 +253,15 @@ class Context:
         return all(self.has(n) for n in _SUMMARIES)
 
     def table(self, name: str) -> Any | None:
+        """The named table for reading with :func:`columns` and :func:`rows` (a
+        :class:`PlainTable` from the engine, no pyarrow needed; a pyarrow table from a
+        stand-in capture); None when the capture has no such table."""
+        if name not in self._names:
+            return None
+        return readable_table(self.capture, name)
+
+    def arrow(self, name: str) -> Any | None:
+        """The named table as a pyarrow table (for filtering with ``pyarrow.compute``)."""
         if name not in self._names:
             return None
         return self.capture.table(name)
@@ -399,7 +387,7 @@ class Context:
             return list(self.transactions.get(stream, []))
 
         def build() -> list[Tx]:
-            t = self.table("transactions")
+            t = self.arrow("transactions")
             if t is None or "stream" not in t.schema.names:
                 return []
             import pyarrow.compute as pc
@@ -442,7 +430,7 @@ class Context:
             return conc is not None and conc.num_rows > 0
         if "tx" in self._cache:
             return bool(self.transactions)
-        t = self.table("transactions")
+        t = self.arrow("transactions")
         if t is None or t.num_rows == 0:
             return False
         if "transport" not in t.schema.names:
@@ -463,7 +451,7 @@ class Context:
                     calls += int(r["calls"] or 0)
                     busy += float(r["sum_ms"] or 0.0)
             return int(calls), busy
-        t = self.table("transactions")
+        t = self.arrow("transactions")
         if t is None or t.num_rows == 0:
             return 0, 0.0
         import pyarrow.compute as pc
@@ -482,7 +470,7 @@ class Context:
         TCP and UDP, in request order: only these rows become Python objects."""
         if self.summarised:
             return _txs(self.table("failed_transactions"))
-        t = self.table("transactions")
+        t = self.arrow("transactions")
         if t is None or t.num_rows == 0:
             return []
         import pyarrow as pa
@@ -701,7 +689,7 @@ class Context:
             # The engine cannot turn encrypted messages into transactions: its warnings
             # are the whole story (and its transaction table is not loaded for it).
             return out
-        t = self.table("transactions")
+        t = self.arrow("transactions")
         if t is None or not {"auth", "stream", "transport"} <= set(t.schema.names):
             return out
         import pyarrow.compute as pc

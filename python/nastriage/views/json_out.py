@@ -25,7 +25,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, TextIO
 
-from nastriage.capture import timestamps_ns
+from nastriage.capture import PlainTable, read_columns, readable_table, timestamps_ns
 from nastriage.units import rfc3339_ns, seconds_between
 
 if TYPE_CHECKING:
@@ -208,8 +208,9 @@ def tcp_flag_counts(capture: Capture) -> dict[int | None, dict[str, int]]:
     """Frames per Wireshark flag from ``tcp_events``, per stream and (key None) in total."""
     out: dict[int | None, dict[str, int]] = {None: {}}
     if "tcp_flag_counts" in capture.table_names:  # the engine's own count
-        counts = capture.table("tcp_flag_counts")
-        columns = (counts.column(c).to_pylist() for c in ("stream", "kind", "frames"))
+        names = ("stream", "kind", "frames")
+        counted = read_columns(readable_table(capture, "tcp_flag_counts"), names)
+        columns = (counted[c] for c in names)
     elif "tcp_events" in capture.table_names:
         events = capture.table("tcp_events")
         if events.num_rows == 0:
@@ -232,8 +233,8 @@ def _conversation_rows(capture: Capture) -> Iterator[Row]:
     flags = tcp_flag_counts(capture)
     tcp_rows: Iterator[Row] | None = None
     if "tcp_connections" in capture.table_names:
-        tcp_rows = iter_rows(capture.table("tcp_connections"))
-    for row in iter_rows(capture.table("conversations")):
+        tcp_rows = iter_rows(readable_table(capture, "tcp_connections"))
+    for row in iter_rows(readable_table(capture, "conversations")):
         tcp = next(tcp_rows, None) if tcp_rows is not None else None
         if tcp is not None and tcp["stream"] != row["stream"]:
             raise RuntimeError("tcp_connections is not aligned with conversations")
@@ -281,7 +282,7 @@ def srt_object(row: Row) -> dict[str, Any]:
 def _srt_rows(capture: Capture) -> Iterator[Row]:
     if "srt" not in capture.table_names:
         return
-    for row in iter_rows(capture.table("srt")):
+    for row in iter_rows(readable_table(capture, "srt")):
         if row["breakdown"] == "op":
             yield row
 
@@ -319,7 +320,7 @@ def concurrency_object(row: Row) -> dict[str, Any]:
 
 def _concurrency_rows(capture: Capture) -> Iterator[Row]:
     if "concurrency" in capture.table_names:
-        yield from iter_rows(capture.table("concurrency"))
+        yield from iter_rows(readable_table(capture, "concurrency"))
 
 
 #: The table sections, in document order.
@@ -405,11 +406,18 @@ def _protocol_object(p: dict[str, Any]) -> dict[str, Any]:
 
 
 def iter_rows(table: Any, batch_rows: int = 8192) -> Iterator[Row]:
-    """Rows of a ``pyarrow.Table`` as dicts, batch by batch; timestamps as int ns since epoch.
+    """Rows of a table (a :class:`PlainTable` or a ``pyarrow.Table``) as dicts, batch by
+    batch; timestamps as int ns since epoch.
 
     (pyarrow cannot convert nanosecond timestamps to Python objects without pandas, and
     datetime has only microseconds anyway.)
     """
+    if isinstance(table, PlainTable):
+        names = table.column_names
+        cols = read_columns(table, names)
+        for values in zip(*(cols[n] for n in names)):
+            yield dict(zip(names, values))
+        return
     import pyarrow as pa
 
     names = table.schema.names
@@ -478,7 +486,7 @@ def write(capture: Capture, out: TextIO, *, findings: list[Finding] | None = Non
         rows = (
             section.rows(capture)
             if section.rows is not None
-            else iter_rows(capture.table(section.table))
+            else iter_rows(readable_table(capture, section.table))
         )
         write_list(section.row(r) for r in rows)
     out.write("\n}\n")

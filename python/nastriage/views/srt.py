@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 from typing import TYPE_CHECKING, Any
 
+from nastriage.capture import column_names, read_rows, readable_table
 from nastriage.sanitize import clean
 from nastriage.units import human_count
 from nastriage.views.summary import Column, TableBlock
@@ -135,15 +136,14 @@ def srt_groups(capture: Capture) -> list[SrtGroup]:
     """
     if "srt" not in capture.table_names:
         return []
-    import pyarrow.compute as pc
-
-    table = capture.table("srt")
+    table = readable_table(capture, "srt")
     if table.num_rows == 0:
         return []
-    ops = table.filter(pc.equal(table["breakdown"], "op"))
-    wanted = [name for name in ops.schema.names if name not in ("histogram_log2_us",)]
+    wanted = [name for name in column_names(table) if name not in ("histogram_log2_us",)]
     groups: dict[tuple[str, int | None], SrtGroup] = {}
-    for row in ops.select(wanted).to_pylist():
+    for row in read_rows(table, wanted):
+        if row.get("breakdown") != "op":
+            continue
         protocol = str(row.get("protocol") or "?")
         version = row.get("version")
         if protocol == "smb2":

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Union
 
+from nastriage.capture import read_rows, readable_table
 from nastriage.sanitize import clean
 from nastriage.units import (
     human_bitrate,
@@ -209,20 +210,16 @@ def top_conversations(capture: Capture, n: int) -> tuple[list[dict[str, Any]], i
 
     Ties go to the lower stream number, so the order is deterministic.
     """
-    table = capture.conversations
+    table = readable_table(capture, "conversations")
     total = table.num_rows
     if n <= 0 or total == 0:
         return [], total
-    import pyarrow.compute as pc
+    import heapq
 
-    slim = table.select(list(_CONVERSATION_COLUMNS))
-    slim = slim.append_column("_bytes", pc.add(slim["bytes_c2s"], slim["bytes_s2c"]))
-    keys = [("_bytes", "descending"), ("stream", "ascending")]
-    if n < total:
-        indices = pc.select_k_unstable(slim, k=n, sort_keys=keys)
-        slim = slim.take(indices)
-    slim = slim.take(pc.sort_indices(slim, sort_keys=keys))
-    return slim.to_pylist(), total
+    rows = read_rows(table, _CONVERSATION_COLUMNS)
+    for r in rows:
+        r["_bytes"] = int(r["bytes_c2s"] or 0) + int(r["bytes_s2c"] or 0)
+    return heapq.nsmallest(n, rows, key=lambda r: (-r["_bytes"], r["stream"])), total
 
 
 def _conversations_block(capture: Capture, top: int, arrow: str) -> TableBlock:

@@ -1,0 +1,112 @@
+"""The engine's tables read as plain Python values (``Capture.plain_table``, no pyarrow) give
+exactly what the same tables read through pyarrow give, column by column, on every reference
+capture and the shipped examples; and the command line's JSON and terminal runs, which read
+them that way, never import pyarrow (about 60 MB and a tenth of a second of CPU)."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helpers import cli_env
+from oracle import SHARED, readable_captures
+
+pytestmark = pytest.mark.usefixtures("engine")
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = sorted(str(p) for p in (ROOT / "examples").glob("*.pcap*"))
+CAPTURES = [str(SHARED / n) for n in readable_captures()] if SHARED.exists() else []
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal, with NaN equal to NaN and lists compared item by item."""
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and a == b
+
+
+@pytest.mark.parametrize("path", CAPTURES + EXAMPLES, ids=lambda p: Path(p).name)
+def test_plain_columns_equal_the_arrow_ones(path: str) -> None:
+    from nastriage.capture import Capture, PlainTable, read_columns
+
+    # Segments for stream 0 too, so that tcp_segments has rows.
+    capture = Capture.analyze(path, segments_for=[0])
+    for name in capture.table_names:
+        plain = capture.plain_table(name)  # before the Arrow import, which it would reuse
+        assert isinstance(plain, PlainTable)
+        arrow = capture.table(name)
+        assert plain.column_names == arrow.schema.names, name
+        assert plain.num_rows == arrow.num_rows, name
+        names = [*plain.column_names, "no_such_column"]
+        got, want = read_columns(plain, names), read_columns(arrow, names)
+        for column in names:
+            assert len(got[column]) == plain.num_rows, (name, column)
+            bad = [i for i, (g, w) in enumerate(zip(got[column], want[column])) if not _same(g, w)]
+            assert not bad, (name, column, bad[:3], got[column][bad[0]], want[column][bad[0]])
+
+
+class _ArrowOnly:
+    """A capture whose tables can only be read through pyarrow (no ``plain_table``)."""
+
+    def __init__(self, capture: Any) -> None:
+        self._capture = capture
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "plain_table":
+            raise AttributeError(name)
+        return getattr(self._capture, name)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in CAPTURES if "smb" in Path(p).name or "nfs" in Path(p).name][:12] + EXAMPLES,
+    ids=lambda p: Path(p).name,
+)
+def test_findings_and_json_are_the_same_read_either_way(path: str) -> None:
+    from nastriage.capture import Capture
+    from nastriage.diagnosis.run import diagnose
+    from nastriage.views import json_out
+
+    def document(capture: Any) -> dict[str, Any]:
+        buf = io.StringIO()
+        json_out.write(capture, buf, findings=diagnose(capture, strict=True))
+        result: dict[str, Any] = json.loads(buf.getvalue())
+        return result
+
+    plain = document(Capture.analyze(path, segment_points=0))
+    arrow = document(_ArrowOnly(Capture.analyze(path, segment_points=0)))
+    for key in arrow:
+        assert plain[key] == arrow[key], key
+    assert plain.keys() == arrow.keys()
+
+
+def test_the_json_and_terminal_runs_do_not_import_pyarrow(tmp_path: Path) -> None:
+    example = ROOT / "examples" / "nfs3-copy.pcap"
+    script = (
+        "import sys\n"
+        "from nastriage import cli\n"
+        "status = cli.main(sys.argv[1:])\n"
+        "sys.stdout.flush()\n"
+        "print('PYARROW' if 'pyarrow' in sys.modules else 'NO-PYARROW', file=sys.stderr)\n"
+        "sys.exit(status)\n"
+    )
+    out = tmp_path / "out.json"
+    done = subprocess.run(
+        [sys.executable, "-c", script, "analyze", str(example), "--json", str(out)],
+        capture_output=True,
+        env=cli_env(),
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stderr.decode().strip().splitlines()[-1] == "NO-PYARROW"
+    assert b"NFSv3 service response time" in done.stdout
+    assert json.loads(out.read_text())["srt"]
