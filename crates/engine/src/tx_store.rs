@@ -24,8 +24,11 @@ use std::sync::{Mutex, OnceLock};
 use crate::spill::{Packed, Spill};
 use crate::transactions::Transaction;
 
-/// Transactions per compressed run.
-const RUN: usize = 4096;
+/// Transactions per compressed run. The reorder window is most of the
+/// store's memory (a transaction in memory takes one to two kilobytes with
+/// its strings); 1024 sends about 0.5 % of a busy capture's requests to the
+/// late list (4096 sent 0.1 %) for 4 MB less memory.
+const RUN: usize = 1024;
 /// Transactions kept uncompressed (the reorder window).
 const WINDOW: usize = 2 * RUN;
 
