@@ -267,6 +267,18 @@ pub fn analyze(paths: &[String], mut opts: AnalyzeOptions<'_>) -> Result<Analysi
         })
         .collect();
     warnings.extend(tcp.warnings());
+    let folded = log
+        .derived
+        .srt
+        .files_folded
+        .max(log.derived.facts.names.files_folded);
+    if folded > 0 {
+        warnings.push(format!(
+            "{folded} request(s) on files or shares past the first {} distinct ones are counted under \"{}\" in the srt file breakdown and the time profiles' files (memory bound)",
+            crate::interner::MAX_FILE_NAMES,
+            crate::interner::OTHER_FILES
+        ));
+    }
     let digest = crate::analysis::Digest::new(std::mem::take(&mut log.derived), &tcp, &convs);
     // The parsers' warnings (records not decoded, tables full).
     warnings.extend(log.warnings.iter().cloned());

@@ -2,6 +2,14 @@
 //! `u32` instead of a string (operation, file, endpoint, status names repeat
 //! across millions of requests).
 
+/// Distinct file (or share) names kept per table that breaks results down
+/// by file: a walk over millions of files must not grow memory with them
+/// (the parsers' own name maps are bounded alike). Later names count
+/// under [`OTHER_FILES`].
+pub(crate) const MAX_FILE_NAMES: usize = 65_536;
+/// The name the files past [`MAX_FILE_NAMES`] are counted under.
+pub(crate) const OTHER_FILES: &str = "(other files)";
+
 /// Strings and their numbers.
 #[derive(Debug, Default)]
 pub(crate) struct Interner {
@@ -19,6 +27,11 @@ impl Interner {
         self.names.push(s.to_string());
         self.ids.insert(s.to_string(), i);
         i
+    }
+
+    /// The number of `s` if it was given one.
+    pub(crate) fn get(&self, s: &str) -> Option<u32> {
+        self.ids.get(s).copied()
     }
 
     /// The name numbered `i` ("" for a number never given).
@@ -40,5 +53,6 @@ mod tests {
         let mut n = Interner::default();
         assert_eq!((n.id("READ"), n.id("WRITE"), n.id("READ")), (0, 1, 0));
         assert_eq!((n.name(1), n.name(7), n.len()), ("WRITE", "", 2));
+        assert_eq!((n.get("WRITE"), n.get("COMMIT")), (Some(1), None));
     }
 }

@@ -14,6 +14,7 @@ use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
 
 use crate::conversations::ConversationTable;
+use crate::interner::{MAX_FILE_NAMES, OTHER_FILES};
 use crate::spill::{Span, Spill};
 use crate::transactions::Transaction;
 
@@ -161,12 +162,36 @@ pub(crate) struct SrtBuilder {
     names: crate::interner::Interner,
     ends: Vec<EndRef>,
     end_ids: foldhash::HashMap<EndRef, u32>,
+    /// Names used as keys of the file breakdown (at most
+    /// [`MAX_FILE_NAMES`]).
+    file_keys: foldhash::HashSet<u32>,
+    /// Requests counted under [`OTHER_FILES`] as the file keys were full.
+    pub(crate) files_folded: u64,
     spill: Spill,
 }
 
 impl SrtBuilder {
     fn id(&mut self, s: &str) -> u32 {
         self.names.id(s)
+    }
+
+    /// The key of the file breakdown for `name` ("" for none): its own
+    /// name while fewer than [`MAX_FILE_NAMES`] are kept, else
+    /// [`OTHER_FILES`].
+    fn file_key(&mut self, name: &str) -> u32 {
+        if name.is_empty() {
+            return self.id("");
+        }
+        if let Some(i) = self.names.get(name).filter(|i| self.file_keys.contains(i)) {
+            return i;
+        }
+        if self.file_keys.len() < MAX_FILE_NAMES {
+            let i = self.id(name);
+            self.file_keys.insert(i);
+            return i;
+        }
+        self.files_folded += 1;
+        self.id(OTHER_FILES)
     }
 
     fn end_id(&mut self, e: EndRef) -> u32 {
@@ -195,7 +220,7 @@ impl SrtBuilder {
         };
         let client = self.end_id(EndRef::of(t, true));
         let server = self.end_id(EndRef::of(t, false));
-        let file = self.id(t.file_name.as_deref().or(t.share.as_deref()).unwrap_or(""));
+        let file = self.file_key(t.file_name.as_deref().or(t.share.as_deref()).unwrap_or(""));
         let empty = self.id("");
         let op = self.id(&t.op);
         let keys = [empty, client, server, file, status];
@@ -353,6 +378,61 @@ mod tests {
         assert_eq!(percentile(&v, 50.0), 3.0);
         assert_eq!(percentile(&v, 100.0), 5.0);
         assert_eq!(percentile(&v, 90.0), 4.6);
+    }
+
+    /// A walk over more distinct files than the bound keeps the first
+    /// ones as keys and counts the rest under one "(other files)" key; the
+    /// per-operation rows still count every request.
+    #[test]
+    fn file_keys_are_bounded() {
+        use arrow_array::{StringArray, UInt64Array};
+        let mut b = SrtBuilder::default();
+        let n = 2 * MAX_FILE_NAMES;
+        for i in 0..n {
+            let t = Transaction {
+                protocol: "nfs",
+                transport: "tcp",
+                version: 3,
+                op: "LOOKUP".into(),
+                // Every name twice: a kept name seen again stays its own key.
+                file_name: Some(format!("f{}", i / 2)),
+                ..Default::default()
+            };
+            b.add(&t);
+        }
+        assert_eq!(b.file_keys.len(), MAX_FILE_NAMES);
+        // Names 0 .. MAX-1 (two requests each) are all kept.
+        assert_eq!(b.files_folded, 0);
+        for i in 0..300 {
+            let t = Transaction {
+                protocol: "nfs",
+                transport: "tcp",
+                version: 3,
+                op: "LOOKUP".into(),
+                file_name: Some(format!("g{i}")),
+                ..Default::default()
+            };
+            b.add(&t);
+        }
+        assert_eq!(b.files_folded, 300);
+        let table = b.finish(&ConversationTable::default());
+        let by = table.column_by_name("breakdown").expect("breakdown");
+        let by = by.as_any().downcast_ref::<StringArray>().expect("strings");
+        let key = table.column_by_name("key").expect("key");
+        let key = key.as_any().downcast_ref::<StringArray>().expect("strings");
+        let calls = table.column_by_name("calls").expect("calls");
+        let calls = calls.as_any().downcast_ref::<UInt64Array>().expect("u64");
+        let (mut files, mut other, mut op_calls) = (0, 0, 0);
+        for row in 0..table.num_rows() {
+            match (by.value(row), key.value(row)) {
+                ("file", OTHER_FILES) => other = calls.value(row),
+                ("file", _) => files += 1,
+                ("op", _) => op_calls += calls.value(row),
+                _ => {}
+            }
+        }
+        assert_eq!((files, other), (MAX_FILE_NAMES, 300));
+        assert_eq!(op_calls, n as u64 + 300);
     }
 
     /// Groups of thousands of requests (most response times in the spill)
