@@ -253,12 +253,9 @@ class Capture:
 
     def plain_table(self, name: str) -> PlainTable | pa.Table:
         """The named table for reading as Python values (:class:`PlainTable`), without
-        importing pyarrow. When the table was already imported to Arrow, or the engine
-        cannot give plain columns, the ``pyarrow.Table`` (read it with
-        ``nastriage.diagnosis.context.columns``, which takes both)."""
-        cached = self._tables.get(name)
-        if cached is not None:
-            return cached
+        importing pyarrow. Only a stand-in analysis whose tables are not the engine's
+        (tests) gives the ``pyarrow.Table`` instead; :func:`read_columns` and
+        :func:`read_rows` read both."""
         plain = self._plain.get(name)
         if plain is not None:
             return plain
