@@ -239,14 +239,17 @@ class Capture:
         """Names of the result tables this engine produces (e.g. ``["conversations"]``)."""
         return list(self._analysis.table_names())
 
+    def _require(self, name: str) -> None:
+        if name not in self.table_names:
+            known = ", ".join(self.table_names) or "none"
+            raise KeyError(f"no table named {name!r} (tables: {known})")
+
     def table(self, name: str) -> pa.Table:
         """The named result table as a ``pyarrow.Table`` (imported once, then cached)."""
         cached = self._tables.get(name)
         if cached is not None:
             return cached
-        if name not in self.table_names:
-            known = ", ".join(self.table_names) or "none"
-            raise KeyError(f"no table named {name!r} (tables: {known})")
+        self._require(name)
         table = arrow_table(self._analysis.table(name))
         self._tables[name] = table
         return table
@@ -259,9 +262,7 @@ class Capture:
         plain = self._plain.get(name)
         if plain is not None:
             return plain
-        if name not in self.table_names:
-            known = ", ".join(self.table_names) or "none"
-            raise KeyError(f"no table named {name!r} (tables: {known})")
+        self._require(name)
         from nastriage import _core
 
         source = self._analysis.table(name)
