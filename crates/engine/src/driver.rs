@@ -267,11 +267,12 @@ pub fn analyze(paths: &[String], mut opts: AnalyzeOptions<'_>) -> Result<Analysi
         })
         .collect();
     warnings.extend(tcp.warnings());
-    let folded = log
-        .derived
+    let derived = &log.derived;
+    let folded = derived
         .srt
-        .files_folded
-        .max(log.derived.facts.names.files_folded);
+        .files
+        .folded
+        .max(derived.facts.names.files.folded);
     if folded > 0 {
         warnings.push(format!(
             "{folded} request(s) on files or shares past the first {} distinct ones are counted under \"{}\" in the srt file breakdown and the time profiles' files (memory bound)",

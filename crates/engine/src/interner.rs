@@ -44,6 +44,38 @@ impl Interner {
     }
 }
 
+/// File (or share) names numbered as [`Interner`] does, but at most
+/// [`MAX_FILE_NAMES`] of them: later names share the number of
+/// [`OTHER_FILES`], and are counted.
+#[derive(Debug, Default)]
+pub(crate) struct FileNames {
+    names: Interner,
+    /// Names counted under [`OTHER_FILES`] as the bound was reached.
+    pub folded: u64,
+}
+
+impl FileNames {
+    pub(crate) fn id(&mut self, s: &str) -> u32 {
+        if let Some(i) = self.names.get(s) {
+            return i;
+        }
+        if self.names.len() < MAX_FILE_NAMES {
+            return self.names.id(s);
+        }
+        self.folded += 1;
+        self.names.id(OTHER_FILES)
+    }
+
+    pub(crate) fn name(&self, i: u32) -> &str {
+        self.names.name(i)
+    }
+
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.names.len()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -54,5 +86,21 @@ mod tests {
         assert_eq!((n.id("READ"), n.id("WRITE"), n.id("READ")), (0, 1, 0));
         assert_eq!((n.name(1), n.name(7), n.len()), ("WRITE", "", 2));
         assert_eq!((n.get("WRITE"), n.get("COMMIT")), (Some(1), None));
+    }
+
+    #[test]
+    fn file_names_are_bounded() {
+        let mut names = FileNames::default();
+        let ids: Vec<u32> = (0..MAX_FILE_NAMES + 3)
+            .map(|i| names.id(&format!("f{i}")))
+            .collect();
+        assert_eq!(names.folded, 3);
+        assert_eq!(ids[MAX_FILE_NAMES - 1] as usize, MAX_FILE_NAMES - 1);
+        let other = ids[MAX_FILE_NAMES];
+        assert_eq!(names.name(other), OTHER_FILES);
+        assert!(ids[MAX_FILE_NAMES..].iter().all(|&i| i == other));
+        // A name kept before the bound keeps its number.
+        assert_eq!(names.id("f7"), 7);
+        assert_eq!(names.folded, 3);
     }
 }

@@ -14,7 +14,7 @@ use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
 
 use crate::conversations::ConversationTable;
-use crate::interner::{MAX_FILE_NAMES, OTHER_FILES};
+use crate::interner::FileNames;
 use crate::spill::{Span, Spill};
 use crate::transactions::Transaction;
 
@@ -162,36 +162,14 @@ pub(crate) struct SrtBuilder {
     names: crate::interner::Interner,
     ends: Vec<EndRef>,
     end_ids: foldhash::HashMap<EndRef, u32>,
-    /// Names used as keys of the file breakdown (at most
-    /// [`MAX_FILE_NAMES`]).
-    file_keys: foldhash::HashSet<u32>,
-    /// Requests counted under [`OTHER_FILES`] as the file keys were full.
-    pub(crate) files_folded: u64,
+    /// Keys of the file breakdown (bounded).
+    pub(crate) files: FileNames,
     spill: Spill,
 }
 
 impl SrtBuilder {
     fn id(&mut self, s: &str) -> u32 {
         self.names.id(s)
-    }
-
-    /// The key of the file breakdown for `name` ("" for none): its own
-    /// name while fewer than [`MAX_FILE_NAMES`] are kept, else
-    /// [`OTHER_FILES`].
-    fn file_key(&mut self, name: &str) -> u32 {
-        if name.is_empty() {
-            return self.id("");
-        }
-        if let Some(i) = self.names.get(name).filter(|i| self.file_keys.contains(i)) {
-            return i;
-        }
-        if self.file_keys.len() < MAX_FILE_NAMES {
-            let i = self.id(name);
-            self.file_keys.insert(i);
-            return i;
-        }
-        self.files_folded += 1;
-        self.id(OTHER_FILES)
     }
 
     fn end_id(&mut self, e: EndRef) -> u32 {
@@ -220,14 +198,22 @@ impl SrtBuilder {
         };
         let client = self.end_id(EndRef::of(t, true));
         let server = self.end_id(EndRef::of(t, false));
-        let file = self.file_key(t.file_name.as_deref().or(t.share.as_deref()).unwrap_or(""));
+        let file = t.file_name.as_deref().or(t.share.as_deref());
+        let file = file.filter(|f| !f.is_empty()).map(|f| self.files.id(f));
         let empty = self.id("");
         let op = self.id(&t.op);
-        let keys = [empty, client, server, file, status];
+        // The file and status breakdowns only for requests that have one.
+        let keys = [
+            Some(empty),
+            Some(client),
+            Some(server),
+            file,
+            (status != empty).then_some(status),
+        ];
         for (by, key) in keys.into_iter().enumerate() {
-            if by >= 3 && key == empty {
+            let Some(key) = key else {
                 continue;
-            }
+            };
             let g = self
                 .groups
                 .entry((by as u8, t.protocol, t.version, op, t.op_code, key))
@@ -250,6 +236,7 @@ impl SrtBuilder {
         for ((by, p, v, op, code, key), g) in self.groups {
             let key = match by {
                 1 | 2 => end_names.get(key as usize).cloned().unwrap_or_default(),
+                3 => self.files.name(key).to_string(),
                 _ => name(key),
             };
             // Endpoints of different connections may name the same host:port.
@@ -385,6 +372,7 @@ mod tests {
     /// per-operation rows still count every request.
     #[test]
     fn file_keys_are_bounded() {
+        use crate::interner::{MAX_FILE_NAMES, OTHER_FILES};
         use arrow_array::{StringArray, UInt64Array};
         let mut b = SrtBuilder::default();
         let n = 2 * MAX_FILE_NAMES;
@@ -400,9 +388,9 @@ mod tests {
             };
             b.add(&t);
         }
-        assert_eq!(b.file_keys.len(), MAX_FILE_NAMES);
+        assert_eq!(b.files.len(), MAX_FILE_NAMES);
         // Names 0 .. MAX-1 (two requests each) are all kept.
-        assert_eq!(b.files_folded, 0);
+        assert_eq!(b.files.folded, 0);
         for i in 0..300 {
             let t = Transaction {
                 protocol: "nfs",
@@ -414,7 +402,7 @@ mod tests {
             };
             b.add(&t);
         }
-        assert_eq!(b.files_folded, 300);
+        assert_eq!(b.files.folded, 300);
         let table = b.finish(&ConversationTable::default());
         let by = table.column_by_name("breakdown").expect("breakdown");
         let by = by.as_any().downcast_ref::<StringArray>().expect("strings");

@@ -3,7 +3,7 @@
 //! options are flag bits) rather than as full [`Transaction`]s, kept by
 //! connection and mostly compressed in a spill (see [`Facts`]).
 
-use crate::interner::{Interner, MAX_FILE_NAMES, OTHER_FILES};
+use crate::interner::{FileNames, Interner};
 use crate::spill::{Packed, Spill};
 use crate::transactions::Transaction;
 
@@ -62,9 +62,7 @@ pub(crate) struct Names {
     /// Operation names, and whether each moves file data.
     pub ops: Interner,
     data_ops: Vec<bool>,
-    pub files: Interner,
-    /// Requests counted under [`OTHER_FILES`] as the file names were full.
-    pub files_folded: u64,
+    pub files: FileNames,
 }
 
 impl Names {
@@ -78,19 +76,6 @@ impl Names {
             // (Never: protocol names are a handful of constants.)
             None => u8::MAX,
         }
-    }
-
-    /// The number of a file name; past [`MAX_FILE_NAMES`] distinct names,
-    /// that of [`OTHER_FILES`] (counted in `files_folded`).
-    fn file_id(&mut self, name: &str) -> u32 {
-        if let Some(i) = self.files.get(name) {
-            return i;
-        }
-        if self.files.len() < MAX_FILE_NAMES {
-            return self.files.id(name);
-        }
-        self.files_folded += 1;
-        self.files.id(OTHER_FILES)
     }
 
     fn op_id(&mut self, op: &str) -> u32 {
@@ -195,7 +180,7 @@ impl Facts {
             reply_count: t.reply_count.unwrap_or(0),
             stream: t.stream,
             op: self.names.op_id(&t.op),
-            file: file.map_or(0, |f| self.names.file_id(f)),
+            file: file.map_or(0, |f| self.names.files.id(f)),
             slot: t.slot.unwrap_or(0),
             highest_slot: t.highest_slot.unwrap_or(0),
             target_highest_slot: t.target_highest_slot.unwrap_or(0),
@@ -349,22 +334,6 @@ pub(crate) fn unanswered_table(mut rows: Vec<TxFacts>, facts: &Facts) -> arrow_a
 mod tests {
     use super::*;
     use crate::transactions::PduSpan;
-
-    #[test]
-    fn file_names_are_bounded() {
-        let mut names = Names::default();
-        let ids: Vec<u32> = (0..MAX_FILE_NAMES + 3)
-            .map(|i| names.file_id(&format!("f{i}")))
-            .collect();
-        assert_eq!(names.files_folded, 3);
-        assert_eq!(ids[MAX_FILE_NAMES - 1] as usize, MAX_FILE_NAMES - 1);
-        let other = ids[MAX_FILE_NAMES];
-        assert_eq!(names.files.name(other), OTHER_FILES);
-        assert!(ids[MAX_FILE_NAMES..].iter().all(|&i| i == other));
-        // A name kept before the bound keeps its number.
-        assert_eq!(names.file_id("f7"), 7);
-        assert_eq!(names.files_folded, 3);
-    }
 
     #[test]
     fn facts_keep_what_the_tables_read() {
