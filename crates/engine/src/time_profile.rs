@@ -460,31 +460,22 @@ fn profile(
         .copied()
         .unwrap_or(0.0);
     // The concurrency analysis's figures where it has them; the requests'
-    // own sweep only for what it lacks.
-    let (k, at_max, mean_busy) = match conc {
-        Some(c) if c.max_outstanding > 0 && c.mean_outstanding_busy != 0.0 => (
-            c.max_outstanding,
-            c.at_max_fraction,
-            c.mean_outstanding_busy,
-        ),
-        Some(c) => {
-            let (k, _, mean) = outstanding_stats(&txs);
-            (
-                if c.max_outstanding > 0 {
-                    c.max_outstanding
-                } else {
-                    k
-                },
-                c.at_max_fraction,
-                if c.mean_outstanding_busy != 0.0 {
-                    c.mean_outstanding_busy
-                } else {
-                    mean
-                },
-            )
-        }
-        None => outstanding_stats(&txs),
+    // own sweep only when it lacks one.
+    let lacking = conc.is_none_or(|c| c.max_outstanding == 0 || c.mean_outstanding_busy == 0.0);
+    let (mut k, mut at_max, mut mean_busy) = if lacking {
+        outstanding_stats(&txs)
+    } else {
+        (0, 0.0, 0.0)
     };
+    if let Some(c) = conc {
+        if c.max_outstanding > 0 {
+            k = c.max_outstanding;
+        }
+        at_max = c.at_max_fraction;
+        if c.mean_outstanding_busy != 0.0 {
+            mean_busy = c.mean_outstanding_busy;
+        }
+    }
     p.max_outstanding = k;
     p.at_max_fraction = at_max;
     p.mean_outstanding_busy = mean_busy;

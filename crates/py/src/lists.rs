@@ -15,45 +15,29 @@ use arrow_schema::{DataType, TimeUnit};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
-use pyo3::IntoPyObjectExt;
 
 fn primitive<'py, T>(py: Python<'py>, a: &PrimitiveArray<T>) -> PyResult<Bound<'py, PyList>>
 where
     T: ArrowPrimitiveType,
-    T::Native: IntoPyObject<'py> + Copy,
+    T::Native: IntoPyObject<'py>,
 {
-    let items = (0..a.len())
-        .map(|i| {
-            if a.is_null(i) {
-                Ok(py.None().into_bound(py))
-            } else {
-                a.value(i).into_bound_py_any(py)
-            }
-        })
-        .collect::<PyResult<Vec<_>>>()?;
-    PyList::new(py, items)
+    PyList::new(
+        py,
+        (0..a.len()).map(|i| (!a.is_null(i)).then(|| a.value(i))),
+    )
 }
 
+/// A timestamp column in `ns` nanoseconds per unit, as nanoseconds.
 fn timestamps<'py, T>(
     py: Python<'py>,
     a: &PrimitiveArray<T>,
-    scale: i64,
+    ns: i64,
 ) -> PyResult<Bound<'py, PyList>>
 where
     T: ArrowPrimitiveType<Native = i64>,
 {
-    let items = (0..a.len()).map(|i| (!a.is_null(i)).then(|| a.value(i).saturating_mul(scale)));
+    let items = (0..a.len()).map(|i| (!a.is_null(i)).then(|| a.value(i).saturating_mul(ns)));
     PyList::new(py, items)
-}
-
-/// Nanoseconds per unit of a timestamp column.
-fn ns_per(unit: &TimeUnit) -> i64 {
-    match unit {
-        TimeUnit::Second => 1_000_000_000,
-        TimeUnit::Millisecond => 1_000_000,
-        TimeUnit::Microsecond => 1_000,
-        TimeUnit::Nanosecond => 1,
-    }
 }
 
 /// One column (any of the types the engine's tables use) as a list.
@@ -88,21 +72,18 @@ pub fn to_list<'py>(py: Python<'py>, a: &dyn Array) -> PyResult<Bound<'py, PyLis
                 (0..s.len()).map(|i| (!s.is_null(i)).then(|| s.value(i))),
             )
         }
-        DataType::Timestamp(unit, _) => {
-            let scale = ns_per(unit);
-            match unit {
-                TimeUnit::Second => timestamps(py, a.as_primitive::<TimestampSecondType>(), scale),
-                TimeUnit::Millisecond => {
-                    timestamps(py, a.as_primitive::<TimestampMillisecondType>(), scale)
-                }
-                TimeUnit::Microsecond => {
-                    timestamps(py, a.as_primitive::<TimestampMicrosecondType>(), scale)
-                }
-                TimeUnit::Nanosecond => {
-                    timestamps(py, a.as_primitive::<TimestampNanosecondType>(), scale)
-                }
+        DataType::Timestamp(unit, _) => match unit {
+            TimeUnit::Second => {
+                timestamps(py, a.as_primitive::<TimestampSecondType>(), 1_000_000_000)
             }
-        }
+            TimeUnit::Millisecond => {
+                timestamps(py, a.as_primitive::<TimestampMillisecondType>(), 1_000_000)
+            }
+            TimeUnit::Microsecond => {
+                timestamps(py, a.as_primitive::<TimestampMicrosecondType>(), 1_000)
+            }
+            TimeUnit::Nanosecond => timestamps(py, a.as_primitive::<TimestampNanosecondType>(), 1),
+        },
         DataType::List(_) => {
             let l = a.as_list::<i32>();
             let items = (0..l.len())
