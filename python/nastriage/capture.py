@@ -141,12 +141,19 @@ def column_names(table: Any) -> list[str]:
     return list(table.schema.names)
 
 
-def read_rows(table: Any, names: Sequence[str] | None = None) -> list[dict[str, Any]]:
-    """Every row of a table (a :class:`PlainTable` or a pyarrow table) as a dict of the
-    named columns (all by default); timestamps as int ns."""
+def read_rows(
+    table: Any, names: Sequence[str] | None = None, where: tuple[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """The rows of a table (a :class:`PlainTable` or a pyarrow table) as dicts of the named
+    columns (all by default); timestamps as int ns. ``where=(column, value)`` keeps only
+    the rows whose column equals the value (dicts are made for those only)."""
     keys = list(names) if names is not None else column_names(table)
     cols = read_columns(table, keys)
-    return [dict(zip(keys, values)) for values in zip(*(cols[k] for k in keys))]
+    if where is None:
+        return [dict(zip(keys, values)) for values in zip(*(cols[k] for k in keys))]
+    column, value = where
+    test = read_columns(table, [column])[column]
+    return [{k: cols[k][i] for k in keys} for i, v in enumerate(test) if v == value]
 
 
 class Capture:

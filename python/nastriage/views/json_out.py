@@ -25,7 +25,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, TextIO
 
-from nastriage.capture import PlainTable, read_columns, readable_table, timestamps_ns
+from nastriage.capture import PlainTable, read_columns, read_rows, readable_table, timestamps_ns
 from nastriage.units import rfc3339_ns, seconds_between
 
 if TYPE_CHECKING:
@@ -282,9 +282,7 @@ def srt_object(row: Row) -> dict[str, Any]:
 def _srt_rows(capture: Capture) -> Iterator[Row]:
     if "srt" not in capture.table_names:
         return
-    for row in iter_rows(readable_table(capture, "srt")):
-        if row["breakdown"] == "op":
-            yield row
+    yield from read_rows(readable_table(capture, "srt"), where=("breakdown", "op"))
 
 
 def concurrency_object(row: Row) -> dict[str, Any]:

@@ -141,9 +141,7 @@ def srt_groups(capture: Capture) -> list[SrtGroup]:
         return []
     wanted = [name for name in column_names(table) if name not in ("histogram_log2_us",)]
     groups: dict[tuple[str, int | None], SrtGroup] = {}
-    for row in read_rows(table, wanted):
-        if row.get("breakdown") != "op":
-            continue
+    for row in read_rows(table, wanted, where=("breakdown", "op")):
         protocol = str(row.get("protocol") or "?")
         version = row.get("version")
         if protocol == "smb2":

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Union
 
-from nastriage.capture import read_rows, readable_table
+from nastriage.capture import read_columns, readable_table
 from nastriage.sanitize import clean
 from nastriage.units import (
     human_bitrate,
@@ -187,8 +187,7 @@ def _protocols_block(capture: Capture) -> TableBlock:
     return TableBlock("Protocols", columns, rows, note)
 
 
-#: Columns of the conversations table needed for the summary (never the timestamps:
-#: pyarrow cannot turn nanosecond timestamps into Python objects without pandas).
+#: Columns of the conversations table needed for the summary.
 _CONVERSATION_COLUMNS = (
     "stream",
     "client_ip",
@@ -216,10 +215,15 @@ def top_conversations(capture: Capture, n: int) -> tuple[list[dict[str, Any]], i
         return [], total
     import heapq
 
-    rows = read_rows(table, _CONVERSATION_COLUMNS)
-    for r in rows:
-        r["_bytes"] = int(r["bytes_c2s"] or 0) + int(r["bytes_s2c"] or 0)
-    return heapq.nsmallest(n, rows, key=lambda r: (-r["_bytes"], r["stream"])), total
+    # Rank on the columns; make dicts for the top rows only (a scan may hold millions of
+    # connections).
+    cols = read_columns(table, _CONVERSATION_COLUMNS)
+    sizes = [int(a or 0) + int(b or 0) for a, b in zip(cols["bytes_c2s"], cols["bytes_s2c"])]
+    streams = cols["stream"]
+    top = heapq.nsmallest(n, range(total), key=lambda i: (-sizes[i], streams[i]))
+    return [
+        {**{k: cols[k][i] for k in _CONVERSATION_COLUMNS}, "_bytes": sizes[i]} for i in top
+    ], total
 
 
 def _conversations_block(capture: Capture, top: int, arrow: str) -> TableBlock:
