@@ -627,3 +627,21 @@ def test_every_finding_id_is_documented_and_in_the_schema() -> None:
     for fid in FINDING_IDS:
         assert f"### `{fid}`" in doc, fid
     assert sorted(enum) == sorted(FINDING_IDS)
+
+
+def test_span_index_agrees_with_a_scan_of_every_span() -> None:
+    """The loss analysis asks "is this time inside any of these spans" with an index
+    (overlapping, nested, touching and empty spans; times on the edges)."""
+    import random
+
+    from nastriage.diagnosis.retrans import _Spans
+
+    rng = random.Random(7)
+    for _ in range(300):
+        spans = []
+        for _ in range(rng.randrange(0, 12)):
+            start = rng.randrange(-50, 200)
+            spans.append((start, start + rng.randrange(0, 60)))
+        index = _Spans(spans)
+        for t in range(-60, 270):
+            assert (t in index) == any(s <= t <= e for s, e in spans), (t, spans)

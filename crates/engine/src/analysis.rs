@@ -62,6 +62,15 @@ pub(crate) struct Digest {
     unanswered: RecordBatch,
 }
 
+/// What the digest makes of one connection.
+#[derive(Default)]
+struct StreamDigest {
+    concurrency: Vec<crate::concurrency::ConnConcurrency>,
+    series: Vec<crate::concurrency::SeriesRow>,
+    profile: Option<crate::time_profile::TimeProfile>,
+    unanswered: Vec<crate::tx_facts::TxFacts>,
+}
+
 impl Digest {
     pub(crate) fn new(
         derived: crate::derived::Derived,
@@ -69,28 +78,100 @@ impl Digest {
         convs: &ConversationTable,
     ) -> Self {
         let d = derived.seal();
-        // One connection's facts at a time: its concurrency rows, then its
-        // time profile (which reads them).
-        let interval = crate::concurrency::interval_for(&d.facts);
+        let facts = &d.facts;
+        let interval = crate::concurrency::interval_for(facts);
+        // One connection at a time: its concurrency rows, then its time
+        // profile (which reads them). Connections are independent, so two
+        // threads share them: this one from the largest down, the other
+        // (after the srt groups) from the smallest up, until they meet. The
+        // largest ones are never left for last, and the two largest are not
+        // in memory at once (a connection's working set is about 250 bytes
+        // a request). The results are put back in connection order, so the
+        // tables do not depend on the threading.
+        let keys = facts.stream_keys();
+        let mut order: Vec<usize> = (0..keys.len()).collect();
+        order.sort_by_key(|&i| keys[i].1);
+        // The part of `order` not taken yet.
+        let left = std::sync::Mutex::new((0, order.len()));
+        let take = |largest: bool| -> Option<usize> {
+            let mut left = left.lock().unwrap_or_else(|e| e.into_inner());
+            let (bottom, top) = &mut *left;
+            if *bottom >= *top {
+                None
+            } else if largest {
+                *top -= 1;
+                order.get(*top).copied()
+            } else {
+                *bottom += 1;
+                order.get(*bottom - 1).copied()
+            }
+        };
+        let work = |largest: bool| {
+            let mut done = Vec::new();
+            while let Some(i) = take(largest) {
+                let ((udp, stream), _) = keys[i];
+                let txs = facts.stream((udp, stream));
+                let mut part = StreamDigest {
+                    unanswered: txs
+                        .iter()
+                        .filter(|t| t.reply().is_none())
+                        .copied()
+                        .collect(),
+                    ..Default::default()
+                };
+                if !udp {
+                    let mut c = crate::concurrency::ConcurrencyResult::new(interval);
+                    c.add_stream(stream, &txs, &facts.names);
+                    part.profile = crate::time_profile::stream_profile(
+                        stream,
+                        &txs,
+                        &facts.names,
+                        tcp,
+                        convs,
+                        &c.conns,
+                    );
+                    part.concurrency = c.conns;
+                    part.series = c.series;
+                }
+                done.push((i, part));
+            }
+            done
+        };
+        // The srt groups, made by whichever thread gets to them.
+        let srt_builder = std::sync::Mutex::new(Some(d.srt));
+        let finish_srt = || {
+            let b = srt_builder.lock().unwrap_or_else(|e| e.into_inner()).take();
+            b.map(|b| b.finish(convs))
+        };
+        let (srt, mut parts) = std::thread::scope(|scope| {
+            let helper = std::thread::Builder::new()
+                .name("nastriage-digest".into())
+                .spawn_scoped(scope, || (finish_srt(), work(false)));
+            let mut parts = work(true);
+            let mut srt = None;
+            if let Ok(h) = helper {
+                let (theirs_srt, theirs) = crate::driver::joined(h.join());
+                srt = theirs_srt;
+                parts.extend(theirs);
+            }
+            // (No second thread: this one made everything.)
+            (srt.or_else(finish_srt), parts)
+        });
+        // (One of the two threads took the builder: never None.)
+        let srt = srt.expect("the srt groups are made once");
+        parts.sort_unstable_by_key(|(i, _)| *i);
         let mut concurrency = crate::concurrency::ConcurrencyResult::new(interval);
         let mut profiles = Vec::new();
         let mut unanswered = Vec::new();
-        d.facts.for_each_stream(|tcp_stream, stream, txs| {
-            unanswered.extend(txs.iter().filter(|t| t.reply().is_none()).copied());
-            if !tcp_stream {
-                return;
-            }
-            let first = concurrency.conns.len();
-            concurrency.add_stream(stream, &txs, &d.facts.names);
-            let rows = &concurrency.conns[first..];
-            let names = &d.facts.names;
-            profiles.extend(crate::time_profile::stream_profile(
-                stream, &txs, names, tcp, convs, rows,
-            ));
-        });
+        for (_, part) in parts {
+            concurrency.conns.extend(part.concurrency);
+            concurrency.series.extend(part.series);
+            profiles.extend(part.profile);
+            unanswered.extend(part.unanswered);
+        }
         Digest {
-            unanswered: crate::tx_facts::unanswered_table(unanswered, &d.facts),
-            srt: d.srt.finish(convs),
+            unanswered: crate::tx_facts::unanswered_table(unanswered, facts),
+            srt,
             concurrency,
             profiles,
             failed: d.failed,

@@ -75,10 +75,12 @@ struct Event {
     grant: i64,
 }
 
+/// (stream, bin start, max outstanding, time-weighted mean, credit balance at bin end)
+pub(crate) type SeriesRow = (u32, i64, u32, f64, Option<i64>);
+
 pub(crate) struct ConcurrencyResult {
     pub conns: Vec<ConnConcurrency>,
-    /// (stream, bin start, max outstanding, time-weighted mean, credit balance at bin end)
-    pub series: Vec<(u32, i64, u32, f64, Option<i64>)>,
+    pub series: Vec<SeriesRow>,
     pub interval_ns: i64,
 }
 

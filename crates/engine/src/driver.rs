@@ -297,7 +297,7 @@ pub fn analyze(paths: &[String], mut opts: AnalyzeOptions<'_>) -> Result<Analysi
 
 /// A stage's result; a stage that panicked panics here too, as the pass on
 /// one thread would have.
-fn joined<T>(r: std::thread::Result<T>) -> T {
+pub(crate) fn joined<T>(r: std::thread::Result<T>) -> T {
     match r {
         Ok(v) => v,
         Err(panic) => std::panic::resume_unwind(panic),

@@ -198,26 +198,44 @@ impl Facts {
 
     /// Each connection's facts in request order ([`TxFacts::order`]): TCP
     /// connections in stream order, then the UDP ones (`tcp` false).
+    #[cfg(test)]
     pub fn for_each_stream(&self, mut f: impl FnMut(bool, u32, Vec<TxFacts>)) {
-        let mut keys: Vec<(bool, u32)> = self.streams.keys().copied().collect();
-        keys.sort_unstable();
-        for key in keys {
-            let Some(s) = self.streams.get(&key) else {
-                continue;
-            };
-            let mut txs = Vec::with_capacity(s.blocks.len() * BLOCK + s.tail.len());
-            for block in &s.blocks {
-                // The facts wrote these bytes themselves: a block that does
-                // not read back is a bug, which must not drop requests.
-                let block: Vec<TxFacts> = self.spill.get_packed(*block).unwrap_or_else(|| {
-                    panic!("a block of request facts does not read back (a bug)")
-                });
-                txs.extend(block);
-            }
-            txs.extend_from_slice(&s.tail);
-            txs.sort_unstable_by_key(TxFacts::order);
-            f(!key.0, key.1, txs);
+        for (key, _) in self.stream_keys() {
+            f(!key.0, key.1, self.stream(key));
         }
+    }
+
+    /// The connections in the order [`Facts::for_each_stream`] visits them
+    /// (TCP first, then by stream), each with its number of requests.
+    pub fn stream_keys(&self) -> Vec<((bool, u32), usize)> {
+        let mut keys: Vec<((bool, u32), usize)> = self
+            .streams
+            .iter()
+            .map(|(k, s)| (*k, s.blocks.len() * BLOCK + s.tail.len()))
+            .collect();
+        keys.sort_unstable();
+        keys
+    }
+
+    /// One connection's facts in request order (empty for an unknown key).
+    /// Several threads may read connections at once.
+    pub fn stream(&self, key: (bool, u32)) -> Vec<TxFacts> {
+        let Some(s) = self.streams.get(&key) else {
+            return Vec::new();
+        };
+        let mut txs = Vec::with_capacity(s.blocks.len() * BLOCK + s.tail.len());
+        for block in &s.blocks {
+            // The facts wrote these bytes themselves: a block that does
+            // not read back is a bug, which must not drop requests.
+            let block: Vec<TxFacts> = self
+                .spill
+                .get_packed(*block)
+                .unwrap_or_else(|| panic!("a block of request facts does not read back (a bug)"));
+            txs.extend(block);
+        }
+        txs.extend_from_slice(&s.tail);
+        txs.sort_unstable_by_key(TxFacts::order);
+        txs
     }
 }
 

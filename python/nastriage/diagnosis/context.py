@@ -8,6 +8,7 @@ nanoseconds since the epoch. Nothing here parses packets.
 from __future__ import annotations
 
 import bisect
+import operator
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -40,6 +41,10 @@ class Event(NamedTuple):
     direction: str  # "c2s" / "s2c"
     kind: str
     detail: str
+
+
+#: Events in time order, frames breaking ties.
+_BY_TIME = operator.itemgetter(1, 0)
 
 
 @dataclass
@@ -337,13 +342,20 @@ class Context:
             return out
         c = columns(t, ("frame", "time", "stream", "direction", "kind", "detail"))
         names: dict[str, str] = {}  # one object per direction and kind name
-        for frame, time, stream, d, kind, detail in zip(
-            c["frame"], c["time"], c["stream"], c["direction"], c["kind"], c["detail"]
-        ):
-            d, kind = names.setdefault(d, d), names.setdefault(kind, kind)
-            out[stream].append(Event(frame, time or 0, d, kind, detail or ""))
+        name = names.setdefault
+        # Column by column, then one tuple per row (``_make``, not the keyword-checking
+        # constructor): a lossy capture has hundreds of thousands of flags.
+        rows = zip(
+            c["frame"],
+            [t or 0 for t in c["time"]],
+            [name(d, d) for d in c["direction"]],
+            [name(k, k) for k in c["kind"]],
+            [d or "" for d in c["detail"]],
+        )
+        for stream, event in zip(c["stream"], map(Event._make, rows)):
+            out[stream].append(event)
         for evs in out.values():
-            evs.sort(key=lambda e: (e.time, e.frame))
+            evs.sort(key=_BY_TIME)
         return out
 
     def stream_events(self, stream: int, direction: str | None = None, *kinds: str) -> list[Event]:

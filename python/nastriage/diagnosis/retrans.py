@@ -27,7 +27,9 @@ out (they belong to the receiver stall).
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from nastriage.diagnosis.context import Context, Event, reverse
@@ -113,12 +115,12 @@ def analyse(ctx: Context) -> dict[tuple[int, str], LossAnalysis]:
         out: dict[tuple[int, str], LossAnalysis] = {}
         for stream, evs in ctx.events.items():
             info = ctx.streams.get(stream)
+            flagged = {(e.direction, e.kind) for e in evs}  # one pass, not one per test
             for d in ("c2s", "s2c"):
                 if info is not None and info.payload_dir(d) == 0:
                     continue
-                if not any(e.direction == d and e.kind in RESENT_KINDS for e in evs) and not any(
-                    e.direction == reverse(d) and e.kind in ("duplicate_ack", "ack_lost_segment")
-                    for e in evs
+                if not any((d, k) in flagged for k in RESENT_KINDS) and not any(
+                    (reverse(d), k) in flagged for k in ("duplicate_ack", "ack_lost_segment")
                 ):
                     continue
                 out[(stream, d)] = analyse_stream(ctx, stream, d)
@@ -127,15 +129,32 @@ def analyse(ctx: Context) -> dict[tuple[int, str], LossAnalysis]:
     return ctx._cached("loss", build)  # type: ignore[no-any-return]
 
 
-def _zero_window_spans(ctx: Context, stream: int, margin_ns: int) -> list[tuple[int, int]]:
-    return [
+def _zero_window_spans(ctx: Context, stream: int, margin_ns: int) -> _Spans:
+    return _Spans(
         (ep.start - margin_ns, ep.end + margin_ns)
         for ep in ctx.zero_window_episodes.get(stream, [])
-    ]
+    )
 
 
-def _inside(t: int, spans: list[tuple[int, int]]) -> bool:
-    return any(s <= t <= e for s, e in spans)
+class _Spans:
+    """Closed time spans, possibly overlapping, asked whether a time lies in any of them
+    in O(log n) (a lossy connection has thousands of episodes and of retransmissions)."""
+
+    __slots__ = ("_reach", "_starts")
+
+    def __init__(self, spans: Iterable[tuple[int, int]]) -> None:
+        ordered = sorted(spans)
+        self._starts = [s for s, _ in ordered]
+        # The latest end among the spans that start at or before each one.
+        self._reach = list(itertools.accumulate((e for _, e in ordered), max))
+
+    def __contains__(self, t: int) -> bool:
+        i = bisect.bisect_right(self._starts, t)
+        return i > 0 and self._reach[i - 1] >= t
+
+
+def _inside(t: int, spans: _Spans) -> bool:
+    return t in spans
 
 
 def analyse_stream(ctx: Context, stream: int, d: str) -> LossAnalysis:
@@ -228,14 +247,15 @@ def analyse_stream(ctx: Context, stream: int, d: str) -> LossAnalysis:
                 episodes[-1] = (episodes[-1][0], max(episodes[-1][1], end))
 
     timeouts: list[Event] = []
+    in_episodes = _Spans(episodes)
     for e in resent:
         m = _RTO.search(e.detail)
-        if m and float(m.group(1)) >= th.timeout_min_s and not _inside(e.time, episodes):
+        if m and float(m.group(1)) >= th.timeout_min_s and not _inside(e.time, in_episodes):
             timeouts.append(e)
     timeout_frames = {e.frame for e in timeouts}
     lost = reordered = needless = 0
     for e in resent:
-        if _inside(e.time, episodes) or e.frame in timeout_frames:
+        if _inside(e.time, in_episodes) or e.frame in timeout_frames:
             lost += 1
         else:
             reordered += 1
