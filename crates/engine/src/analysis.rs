@@ -82,35 +82,33 @@ impl Digest {
         let interval = crate::concurrency::interval_for(facts);
         // One connection at a time: its concurrency rows, then its time
         // profile (which reads them). Connections are independent, so two
-        // threads share them: this one from the largest down, the other
-        // (after the srt groups) from the smallest up, until they meet. The
-        // largest ones are never left for last, and the two largest are not
-        // in memory at once (a connection's working set is about 250 bytes
-        // a request). The results are put back in connection order, so the
-        // tables do not depend on the threading.
-        let keys = facts.stream_keys();
-        let mut order: Vec<usize> = (0..keys.len()).collect();
-        order.sort_by_key(|&i| keys[i].1);
-        // The part of `order` not taken yet.
-        let left = std::sync::Mutex::new((0, order.len()));
-        let take = |largest: bool| -> Option<usize> {
+        // threads share them: a helper from the smallest up, this one (after
+        // the srt groups) from the largest down, until they meet, so the
+        // largest ones are never left for last. The cost: two connections'
+        // working sets (about 250 bytes a request) are in memory at once, at
+        // worst the two largest. The results are put back in connection
+        // order, so the tables do not depend on the threading.
+        let mut by_size = facts.stream_keys();
+        by_size.sort_unstable_by_key(|&(key, n)| (n, key));
+        // The part of `by_size` not taken yet.
+        let left = std::sync::Mutex::new(&by_size[..]);
+        let take = |largest: bool| {
             let mut left = left.lock().unwrap_or_else(|e| e.into_inner());
-            let (bottom, top) = &mut *left;
-            if *bottom >= *top {
-                None
-            } else if largest {
-                *top -= 1;
-                order.get(*top).copied()
+            let (key, rest) = if largest {
+                let (last, rest) = left.split_last()?;
+                (last.0, rest)
             } else {
-                *bottom += 1;
-                order.get(*bottom - 1).copied()
-            }
+                let (first, rest) = left.split_first()?;
+                (first.0, rest)
+            };
+            *left = rest;
+            Some(key)
         };
         let work = |largest: bool| {
             let mut done = Vec::new();
-            while let Some(i) = take(largest) {
-                let ((udp, stream), _) = keys[i];
-                let txs = facts.stream((udp, stream));
+            while let Some(key) = take(largest) {
+                let (udp, stream) = key;
+                let txs = facts.stream(key);
                 let mut part = StreamDigest {
                     unanswered: txs
                         .iter()
@@ -133,33 +131,24 @@ impl Digest {
                     part.concurrency = c.conns;
                     part.series = c.series;
                 }
-                done.push((i, part));
+                done.push((key, part));
             }
             done
         };
-        // The srt groups, made by whichever thread gets to them.
-        let srt_builder = std::sync::Mutex::new(Some(d.srt));
-        let finish_srt = || {
-            let b = srt_builder.lock().unwrap_or_else(|e| e.into_inner()).take();
-            b.map(|b| b.finish(convs))
-        };
         let (srt, mut parts) = std::thread::scope(|scope| {
+            // (No second thread: this one takes every connection.)
             let helper = std::thread::Builder::new()
                 .name("nastriage-digest".into())
-                .spawn_scoped(scope, || (finish_srt(), work(false)));
+                .spawn_scoped(scope, || work(false));
+            let srt = d.srt.finish(convs);
             let mut parts = work(true);
-            let mut srt = None;
             if let Ok(h) = helper {
-                let (theirs_srt, theirs) = crate::driver::joined(h.join());
-                srt = theirs_srt;
-                parts.extend(theirs);
+                parts.extend(crate::driver::joined(h.join()));
             }
-            // (No second thread: this one made everything.)
-            (srt.or_else(finish_srt), parts)
+            (srt, parts)
         });
-        // (One of the two threads took the builder: never None.)
-        let srt = srt.expect("the srt groups are made once");
-        parts.sort_unstable_by_key(|(i, _)| *i);
+        // Connection order, as `Facts::stream_keys` lists them.
+        parts.sort_unstable_by_key(|(key, _)| *key);
         let mut concurrency = crate::concurrency::ConcurrencyResult::new(interval);
         let mut profiles = Vec::new();
         let mut unanswered = Vec::new();

@@ -153,10 +153,6 @@ class _Spans:
         return i > 0 and self._reach[i - 1] >= t
 
 
-def _inside(t: int, spans: _Spans) -> bool:
-    return t in spans
-
-
 def analyse_stream(ctx: Context, stream: int, d: str) -> LossAnalysis:
     th = ctx.th
     evs = ctx.events.get(stream, [])
@@ -181,7 +177,7 @@ def analyse_stream(ctx: Context, stream: int, d: str) -> LossAnalysis:
     runs_by_ack: dict[int, DupRun] = {}
     for e in evs:
         if e.direction == d:
-            if e.kind in RESENT_KINDS and e.frame not in seen_frames and not _inside(e.time, zw):
+            if e.kind in RESENT_KINDS and e.frame not in seen_frames and e.time not in zw:
                 seen_frames.add(e.frame)
                 resent.append(e)
             if e.kind == "spurious_retransmission":
@@ -204,9 +200,7 @@ def analyse_stream(ctx: Context, stream: int, d: str) -> LossAnalysis:
                 m = _BYTES.search(e.detail)
                 if m:
                     unseen_bytes += int(m.group(1))
-    runs = sorted(
-        (r for r in runs_by_ack.values() if not _inside(r.first, zw)), key=lambda r: r.first
-    )
+    runs = sorted((r for r in runs_by_ack.values() if r.first not in zw), key=lambda r: r.first)
     # Holes explained by capture drops do not make the capture "downstream" of a loss.
     # A hole the receiver then acknowledges although the capture never saw its data was
     # dropped by the capture (the ACK follows within a round trip plus a delayed ACK).
@@ -250,12 +244,12 @@ def analyse_stream(ctx: Context, stream: int, d: str) -> LossAnalysis:
     in_episodes = _Spans(episodes)
     for e in resent:
         m = _RTO.search(e.detail)
-        if m and float(m.group(1)) >= th.timeout_min_s and not _inside(e.time, in_episodes):
+        if m and float(m.group(1)) >= th.timeout_min_s and e.time not in in_episodes:
             timeouts.append(e)
     timeout_frames = {e.frame for e in timeouts}
     lost = reordered = needless = 0
     for e in resent:
-        if _inside(e.time, in_episodes) or e.frame in timeout_frames:
+        if e.time in in_episodes or e.frame in timeout_frames:
             lost += 1
         else:
             reordered += 1
