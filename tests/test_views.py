@@ -6,9 +6,12 @@ import io
 import json
 import math
 import os
+import subprocess
+import sys
 
 import pytest
 
+import nastriage
 from fakes import T0, capture_meta, conversation, fake_capture
 from minischema import validate, validate_structurally
 from nastriage import schema
@@ -133,6 +136,39 @@ def test_json_output_file_is_atomic(tmp_path: os.PathLike[str]) -> None:
         json_out.write(fake_capture(), out)
     with open(target) as f:
         assert json.load(f)["schema_version"] == "1.3"
+
+
+def test_replaced_file_mode_and_leftovers(tmp_path: os.PathLike[str]) -> None:
+    from nastriage.views.destination import replaced_file
+
+    target = os.path.join(tmp_path, "report.html")
+    mask = os.umask(0o027)
+    try:
+        with replaced_file(target, suffix=".html.tmp", mode=0o644, encoding="utf-8") as f:
+            f.write("é")
+    finally:
+        os.umask(mask)
+    assert os.stat(target).st_mode & 0o777 == 0o640  # the mode less the umask
+    with open(target, encoding="utf-8") as f:
+        assert f.read() == "é"
+    assert os.listdir(tmp_path) == ["report.html"]
+
+
+def test_json_destination_opens_without_the_json_view() -> None:
+    # The command opens its JSON destination before the analysis: that must not load
+    # json_out (dataclasses, inspect, json), which loads during the analysis instead.
+    code = (
+        "import sys\n"
+        "before = set(sys.modules)\n"
+        "from nastriage.views.destination import text_output\n"
+        "print(' '.join(sorted(set(sys.modules) - before)))\n"
+    )
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(nastriage.__file__)))
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, env=env, check=True, text=True
+    ).stdout.split()
+    for heavy in ("nastriage.views.json_out", "dataclasses", "tempfile", "json"):
+        assert heavy not in out, out
 
 
 def test_json_output_to_directory_fails_fast(tmp_path: os.PathLike[str]) -> None:

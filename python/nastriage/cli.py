@@ -231,10 +231,13 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
     with ExitStack() as stack:
         out = None
         if args.json is not None:
-            from nastriage.views import json_out
+            # Not json_out itself (a tenth of the start-up): it loads during the analysis.
+            from nastriage.views.destination import text_output
 
             try:  # before the analysis, so that a bad path fails fast
-                out = stack.enter_context(json_out.output(args.json))
+                out = stack.enter_context(
+                    text_output(args.json, suffix=".json.tmp", encoding="ascii")
+                )
             except OSError as exc:
                 raise _Fail(f"cannot write JSON to {args.json}: {exc.strerror or exc}") from None
         if args.html is not None:
@@ -281,6 +284,8 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
 
             findings = diagnose(capture)
         if out is not None:
+            from nastriage.views import json_out
+
             json_out.write(capture, out, findings=findings)
 
     if args.html is not None:

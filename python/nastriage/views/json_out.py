@@ -18,15 +18,13 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import os
-import sys
-import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, TextIO
 
 from nastriage.capture import PlainTable, read_columns, read_rows, readable_table, timestamps_ns
 from nastriage.units import rfc3339_ns, seconds_between
+from nastriage.views import destination
 
 if TYPE_CHECKING:
     from nastriage.capture import Capture
@@ -501,39 +499,8 @@ def document(capture: Capture) -> dict[str, Any]:
     return result
 
 
-@contextlib.contextmanager
-def output(path: str) -> Iterator[TextIO]:
-    """Open the JSON destination before the (long) analysis, so a bad path fails fast.
-
-    ``"-"`` is standard output. A regular file is written to a temporary file next to it
-    and renamed into place only when the block succeeds, so an error or Ctrl-C never leaves
-    a half-written document (or destroys the previous one). Other targets (``/dev/stdout``,
-    a FIFO) are written directly.
-    """
-    if path == "-":
-        yield sys.stdout
-        return
-    target = os.path.abspath(path)
-    if os.path.exists(target) and not os.path.isfile(target):
-        if os.path.isdir(target):
-            raise IsADirectoryError(21, "is a directory", path)
-        with open(target, "w", encoding="ascii", newline="\n") as special:
-            yield special
-        return
-    directory = os.path.dirname(target)
-    fd, tmp = tempfile.mkstemp(prefix=".nastriage-", suffix=".json.tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="ascii", newline="\n") as f:
-            yield f
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+def output(path: str) -> contextlib.AbstractContextManager[TextIO]:
+    """Open the JSON destination before the (long) analysis, so a bad path fails fast:
+    ``"-"`` is standard output, a regular file is replaced whole when the block succeeds
+    (see :mod:`nastriage.views.destination`), other targets are written directly."""
+    return destination.text_output(path, suffix=".json.tmp", encoding="ascii")

@@ -7,12 +7,11 @@ protocol (Plotly, embedded), usable offline. plotly is imported only when a repo
 
 from __future__ import annotations
 
-import contextlib
 import os
-import tempfile
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from nastriage.views.destination import replaced_file
 from nastriage.views.html.page import ReportInfo, build_report, run_diagnosis
 
 if TYPE_CHECKING:
@@ -47,21 +46,6 @@ def write_report(
     html = build_report(
         capture, findings=findings, diagnosis_note=diagnosis_note, info=info, **kwargs
     )
-    directory = os.path.dirname(os.path.abspath(path)) or "."
-    fd, tmp = tempfile.mkstemp(prefix=".nastriage-", suffix=".html.tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(html)
-        os.chmod(tmp, 0o644 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    with replaced_file(path, suffix=".html.tmp", mode=0o644, encoding="utf-8") as f:
+        f.write(html)
     return info
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
