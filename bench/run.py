@@ -9,7 +9,7 @@ only. Typical use:
     python3 bench/run.py --capture lab/out/x.pcap  # any capture, e.g. from the lab
 
 Each tool runs on the same file with a warm page cache (the file is read
-once with cat first; nothing is dropped from the cache). Wall time, user and
+through before every run; nothing is dropped from the cache). Wall time, user and
 system CPU time and peak RSS are measured per child process (os.wait4), so
 the numbers are the tool's own. Ratios are tool time / nastriage time from
 the same run: above 1 means nastriage is faster.
@@ -356,7 +356,9 @@ def bench_capture(
             print(f"  {tool}: not installed, skipped", flush=True)
             continue
         print(f"  {tool} ...", end="", flush=True)
-        r = repeat(n, lambda cmd=cmd, out=out: run_one(cmd, out, workdir))
+        # Warmed again before every run: tshark's few GB of memory may have pushed
+        # part of the file out of the page cache (it happens on 4 GiB).
+        r = repeat(n, lambda cmd=cmd, out=out: (warm(path), run_one(cmd, out, workdir))[1])
         r["load_avg_after"] = os.getloadavg()
         results[tool] = r
         status = "" if r["exit_code"] == 0 else f" (exit {r['exit_code']})"
