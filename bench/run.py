@@ -356,8 +356,8 @@ def bench_capture(
             print(f"  {tool}: not installed, skipped", flush=True)
             continue
         print(f"  {tool} ...", end="", flush=True)
-        # Warmed again before every run: tshark's few GB of memory may have pushed
-        # part of the file out of the page cache (it happens on 4 GiB).
+        # Warmed before every run, so no run depends on what the one before it left
+        # in the page cache (tshark takes several GB on the larger captures).
         r = repeat(n, lambda cmd=cmd, out=out: (warm(path), run_one(cmd, out, workdir))[1])
         r["load_avg_after"] = os.getloadavg()
         results[tool] = r
