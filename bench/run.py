@@ -356,9 +356,14 @@ def bench_capture(
             print(f"  {tool}: not installed, skipped", flush=True)
             continue
         print(f"  {tool} ...", end="", flush=True)
-        # Warmed before every run, so no run depends on what the one before it left
-        # in the page cache (tshark takes several GB on the larger captures).
-        r = repeat(n, lambda cmd=cmd, out=out: (warm(path), run_one(cmd, out, workdir))[1])
+
+        def warm_then_run(cmd: list[str] = cmd, out: Path | None = out) -> dict[str, Any]:
+            # Warmed before every run, so no run depends on what the one before it
+            # left in the page cache (tshark takes several GB on the larger captures).
+            warm(path)
+            return run_one(cmd, out, workdir)
+
+        r = repeat(n, warm_then_run)
         r["load_avg_after"] = os.getloadavg()
         results[tool] = r
         status = "" if r["exit_code"] == 0 else f" (exit {r['exit_code']})"

@@ -232,12 +232,10 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
         out = None
         if args.json is not None:
             # Not json_out itself (about 6 ms of start-up): it loads during the analysis.
-            from nastriage.views.destination import text_output
+            from nastriage.views.destination import json_output
 
             try:  # before the analysis, so that a bad path fails fast
-                out = stack.enter_context(
-                    text_output(args.json, suffix=".json.tmp", encoding="ascii")
-                )
+                out = stack.enter_context(json_output(args.json))
             except OSError as exc:
                 raise _Fail(f"cannot write JSON to {args.json}: {exc.strerror or exc}") from None
         if args.html is not None:

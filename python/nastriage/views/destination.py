@@ -14,7 +14,7 @@ import sys
 from collections.abc import Iterator
 from typing import TextIO
 
-__all__ = ["replaced_file", "text_output"]
+__all__ = ["json_output", "replaced_file", "text_output"]
 
 
 def _umask() -> int:
@@ -70,3 +70,8 @@ def text_output(path: str, *, suffix: str, encoding: str) -> Iterator[TextIO]:
         return
     with replaced_file(target, suffix=suffix, mode=0o666, encoding=encoding) as f:
         yield f
+
+
+def json_output(path: str) -> contextlib.AbstractContextManager[TextIO]:
+    """Where ``--json PATH`` goes (ASCII: the document escapes everything else)."""
+    return text_output(path, suffix=".json.tmp", encoding="ascii")

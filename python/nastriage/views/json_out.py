@@ -15,7 +15,6 @@ become ``null``) and key order is stable.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 from collections.abc import Iterable, Iterator
@@ -499,8 +498,5 @@ def document(capture: Capture) -> dict[str, Any]:
     return result
 
 
-def output(path: str) -> contextlib.AbstractContextManager[TextIO]:
-    """Open the JSON destination before the (long) analysis, so a bad path fails fast:
-    ``"-"`` is standard output, a regular file is replaced whole when the block succeeds
-    (see :mod:`nastriage.views.destination`), other targets are written directly."""
-    return destination.text_output(path, suffix=".json.tmp", encoding="ascii")
+#: The JSON destination (opened before the analysis, so a bad path fails fast).
+output = destination.json_output
