@@ -119,6 +119,7 @@ class FakeAnalysis:
         self.app_stats = dict.fromkeys(
             (
                 "transactions",
+                "udp_transactions",
                 "unanswered_requests",
                 "orphan_replies",
                 "resyncs",

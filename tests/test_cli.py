@@ -133,7 +133,7 @@ def test_quiet_prints_nothing() -> None:
 def test_json_stdout_matches_schema(name: str, compression: str) -> None:
     doc = _json_run(capture(name))
     assert validate(doc, schema.load()) == []
-    assert doc["schema_version"] == "1.3"
+    assert doc["schema_version"] == "1.4"
     (cap,) = doc["captures"]
     assert cap["path"] == str(capture(name))
     assert cap["compression"] == compression

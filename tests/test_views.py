@@ -43,7 +43,7 @@ def test_json_document_shape_and_values() -> None:
         "srt",
         "concurrency",
     ]
-    assert doc["schema_version"] == json_out.SCHEMA_VERSION == "1.3"
+    assert doc["schema_version"] == json_out.SCHEMA_VERSION == "1.4"
     assert doc["tcp_flags"] == dict.fromkeys(json_out.TCP_FLAGS, 0)
     assert doc["tool"]["name"] == "nastriage"  # type: ignore[index]
     cap = doc["captures"][0]  # type: ignore[index]
@@ -135,7 +135,7 @@ def test_json_output_file_is_atomic(tmp_path: os.PathLike[str]) -> None:
     with json_out.output(target) as out:
         json_out.write(fake_capture(), out)
     with open(target) as f:
-        assert json.load(f)["schema_version"] == "1.3"
+        assert json.load(f)["schema_version"] == "1.4"
 
 
 def test_replaced_file_mode_and_leftovers(tmp_path: os.PathLike[str]) -> None:

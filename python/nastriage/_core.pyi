@@ -67,6 +67,7 @@ def analyze(
     segments_for: list[int] = ...,
     segment_points: int = 4000,
     segment_points_total: int = 1_000_000,
+    keep_transactions: bool = True,
 ) -> Analysis:
     """Analyse captures in one streaming pass (``"-"`` is standard input).
     ``progress(bytes_read, total_bytes)`` is called every
@@ -79,5 +80,7 @@ def analyze(
     reduced ``tcp_seq_points`` table (every connection; flagged segments always kept;
     0 disables it), ``segment_points_total`` all its points (past it the smallest
     connections are dropped, with a warning).
+    ``keep_transactions=False`` only counts the transactions: the ``transactions`` table
+    is then absent (every other table is the same).
     Raises ValueError for an unknown protocol name, CaptureError for unreadable input;
     a capture cut mid-record gives a warning and all results before the cut."""

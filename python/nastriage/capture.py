@@ -180,6 +180,7 @@ class Capture:
         decode_as: Sequence[tuple[int, str]] = (),
         segments_for: Sequence[int] = (),
         segment_points: int | None = None,
+        transactions: bool = True,
     ) -> Capture:
         """Run the engine over the given files (``"-"`` is standard input).
 
@@ -187,6 +188,9 @@ class Capture:
         ``segments_for`` lists TCP streams whose segments fill the ``tcp_segments`` table.
         ``segment_points`` bounds the reduced ``tcp_seq_points`` per connection and
         direction (None: the engine's default; 0: none).
+        ``transactions=False`` leaves out the ``transactions`` table (every request, the
+        largest part of the work after the pass itself): the diagnosis does not need it, and
+        every other table is the same.
         """
         from nastriage import _core
 
@@ -197,6 +201,7 @@ class Capture:
             progress_interval_bytes if progress_interval_bytes is not None else 64 << 20,
             list(decode_as),
             segments_for=[int(s) for s in segments_for],
+            keep_transactions=bool(transactions),
             **({} if segment_points is None else {"segment_points": int(segment_points)}),
         )
         return cls(analysis, paths)

@@ -270,6 +270,9 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
                 # Sequence-graph points are for the HTML report only: without it they are
                 # not recorded (about a fifth of the pass and of its memory).
                 segment_points=None if args.html is not None else 0,
+                # Every request (the transactions table) only for the report too: the rules
+                # read the engine's summaries (about a tenth of the pass).
+                transactions=args.html is not None,
             )
         except _core.CaptureError as exc:
             raise _Fail(str(exc)) from None

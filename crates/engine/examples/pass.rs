@@ -12,8 +12,10 @@ fn main() {
         std::process::exit(2);
     }
     let t = Instant::now();
-    // As `analyze --json`: no sequence-graph points (they are for --html).
+    // As `analyze --json`: no sequence-graph points and no transaction log
+    // (they are for --html).
     let opts = nastriage_engine::AnalyzeOptions {
+        keep_transactions: false,
         seq_points: nastriage_engine::tcp::seq_points::SeqPointsConfig {
             per_dir: 0,
             ..Default::default()
@@ -30,9 +32,6 @@ fn main() {
     let pass = t.elapsed();
     let mut rows = 0;
     for name in analysis.table_names() {
-        if name == "transactions" {
-            continue; // only the API and the HTML report read it
-        }
         rows += analysis.table(name).map_or(0, |b| b.num_rows());
     }
     eprintln!(

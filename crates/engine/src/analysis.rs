@@ -60,6 +60,9 @@ pub(crate) struct Digest {
     profiles: Vec<crate::time_profile::TimeProfile>,
     failed: crate::tx_store::TxStore,
     unanswered: RecordBatch,
+    /// One row per TCP connection with transactions (`stream_transactions`).
+    streams: RecordBatch,
+    udp_transactions: u64,
 }
 
 /// What the digest makes of one connection.
@@ -68,6 +71,7 @@ struct StreamDigest {
     concurrency: Vec<crate::concurrency::ConnConcurrency>,
     series: Vec<crate::concurrency::SeriesRow>,
     profile: Option<crate::time_profile::TimeProfile>,
+    summary: Option<crate::stream_summary::StreamSummary>,
     unanswered: Vec<crate::tx_facts::TxFacts>,
 }
 
@@ -128,6 +132,8 @@ impl Digest {
                         convs,
                         &c.conns,
                     );
+                    part.summary =
+                        Some(crate::stream_summary::summarize(stream, &txs, &facts.names));
                     part.concurrency = c.conns;
                     part.series = c.series;
                 }
@@ -152,14 +158,23 @@ impl Digest {
         let mut concurrency = crate::concurrency::ConcurrencyResult::new(interval);
         let mut profiles = Vec::new();
         let mut unanswered = Vec::new();
+        let mut streams = Vec::new();
         for (_, part) in parts {
             concurrency.conns.extend(part.concurrency);
             concurrency.series.extend(part.series);
             profiles.extend(part.profile);
+            streams.extend(part.summary);
             unanswered.extend(part.unanswered);
         }
+        let udp_transactions = by_size
+            .iter()
+            .filter(|((udp, _), _)| *udp)
+            .map(|(_, n)| *n as u64)
+            .sum();
         Digest {
             unanswered: crate::tx_facts::unanswered_table(unanswered, facts),
+            streams: crate::stream_summary::table(&streams, &facts.names),
+            udp_transactions,
             srt,
             concurrency,
             profiles,
@@ -171,11 +186,12 @@ impl Digest {
 impl Analysis {
     /// Names of the tables this analysis can produce.
     pub fn table_names(&self) -> Vec<&'static str> {
-        vec![
+        let mut names = vec![
             "conversations",
             "tcp_events",
             "tcp_flag_counts",
             "transactions",
+            "stream_transactions",
             "failed_transactions",
             "unanswered_requests",
             "srt",
@@ -190,7 +206,11 @@ impl Analysis {
             "tcp_seq_points",
             "tcp_seq_reduction",
             "time_profile",
-        ]
+        ];
+        if !self.transactions.transactions.kept() {
+            names.retain(|n| *n != "transactions");
+        }
+        names
     }
 
     /// Build a table by name (None for an unknown name).
@@ -230,12 +250,14 @@ impl Analysis {
             }
             "orphan_replies" => Some(crate::orphan_table::orphan_replies(&self.transactions)),
             "srt" => Some(self.digest.srt.clone()),
+            "transactions" if !self.transactions.transactions.kept() => None,
             "transactions" => Some(crate::transaction_table::transactions(
                 self.transactions.transactions.iter(),
                 self.transactions.transactions.len(),
                 &self.conversations,
             )),
             "unanswered_requests" => Some(self.digest.unanswered.clone()),
+            "stream_transactions" => Some(self.digest.streams.clone()),
             "failed_transactions" => {
                 let failed = &self.digest.failed;
                 Some(crate::transaction_table::transactions(
@@ -264,6 +286,7 @@ impl Analysis {
         let unanswered = self.digest.unanswered.num_rows() as u64;
         vec![
             ("transactions", t.transactions.len() as u64),
+            ("udp_transactions", self.digest.udp_transactions),
             ("unanswered_requests", unanswered),
             ("orphan_replies", t.orphan_replies.len() as u64),
             ("resyncs", t.resyncs),

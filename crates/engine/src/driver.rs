@@ -27,6 +27,10 @@ pub struct AnalyzeOptions<'a> {
     /// (`tcp_seq_points`): ordinary points per connection and direction (0:
     /// none), points in all, segments kept around each flagged one.
     pub seq_points: crate::tcp::seq_points::SeqPointsConfig,
+    /// Keep every transaction for the `transactions` table. Without it the
+    /// table is absent and the transactions are only counted; every other
+    /// table is the same (they are made as the transactions are logged).
+    pub keep_transactions: bool,
 }
 
 impl Default for AnalyzeOptions<'_> {
@@ -37,6 +41,7 @@ impl Default for AnalyzeOptions<'_> {
             decode_as: Vec::new(),
             segments_for: Vec::new(),
             seq_points: Default::default(),
+            keep_transactions: true,
         }
     }
 }
@@ -83,6 +88,7 @@ pub fn analyze(paths: &[String], mut opts: AnalyzeOptions<'_>) -> Result<Analysi
         ..Default::default()
     };
     let decode_as = std::mem::take(&mut opts.decode_as);
+    let keep_transactions = opts.keep_transactions;
     let mut frame: u64 = 0;
     let mut next_progress = opts.progress_interval;
     let (mut feeder, tcp_stage, app_stage) = pipeline::pipeline();
@@ -113,6 +119,9 @@ pub fn analyze(paths: &[String], mut opts: AnalyzeOptions<'_>) -> Result<Analysi
         });
         let app_thread = stage("app").spawn_scoped(scope, move || {
             let mut app = AppLayer::new(decode_as);
+            if !keep_transactions {
+                app.log.transactions = crate::tx_store::TxStore::counting();
+            }
             for b in app_stage.batches.iter() {
                 b.for_each(|s| match s {
                     Seg::Tcp {

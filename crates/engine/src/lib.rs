@@ -19,6 +19,7 @@ mod pipeline;
 pub mod reassembly;
 mod spill;
 mod srt_table;
+mod stream_summary;
 mod tables;
 pub mod tcp;
 pub mod time_profile;

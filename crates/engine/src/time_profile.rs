@@ -201,7 +201,7 @@ fn median(sorted: &[f64]) -> f64 {
 
 /// Fastest server response (ms) over a connection's requests: an upper bound
 /// of the round trip behind the capture point. None under 3 samples.
-fn srt_floor_ms(txs: &[&TxFacts]) -> Option<f64> {
+pub(crate) fn srt_floor_ms(txs: &[&TxFacts]) -> Option<f64> {
     let times: Vec<f64> = txs
         .iter()
         .filter_map(|t| t.server_time_ns().map(ms))
@@ -215,7 +215,7 @@ fn srt_floor_ms(txs: &[&TxFacts]) -> Option<f64> {
 
 /// Shortest time from a reply's last byte to the next request's first: a
 /// lower bound of the client-side round trip. None under 3 samples.
-fn turnaround_floor_ms(txs: &[&TxFacts]) -> Option<f64> {
+pub(crate) fn turnaround_floor_ms(txs: &[&TxFacts]) -> Option<f64> {
     if txs.len() < 4 {
         return None;
     }

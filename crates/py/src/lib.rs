@@ -179,7 +179,7 @@ fn capture_error(py: Python<'_>, e: &nastriage_engine::CaptureError) -> PyErr {
 /// Analyse captures in one streaming pass; see `_core.pyi`.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
-#[pyo3(signature = (paths, progress=None, progress_interval_bytes=64 << 20, decode_as=Vec::new(), segments_for=Vec::new(), segment_points=4000, segment_points_total=1_000_000))]
+#[pyo3(signature = (paths, progress=None, progress_interval_bytes=64 << 20, decode_as=Vec::new(), segments_for=Vec::new(), segment_points=4000, segment_points_total=1_000_000, keep_transactions=true))]
 fn analyze(
     py: Python<'_>,
     paths: Vec<String>,
@@ -189,6 +189,7 @@ fn analyze(
     segments_for: Vec<u32>,
     segment_points: usize,
     segment_points_total: usize,
+    keep_transactions: bool,
 ) -> PyResult<PyAnalysis> {
     let decode_as = decode_as
         .into_iter()
@@ -225,6 +226,7 @@ fn analyze(
                 total: segment_points_total,
                 ..Default::default()
             },
+            keep_transactions,
         };
         nastriage_engine::analyze(&paths, opts)
     });

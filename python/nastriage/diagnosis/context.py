@@ -497,10 +497,68 @@ class Context:
 
     def transaction_count(self, stream: int) -> int:
         """Number of TCP transactions of one connection."""
+        summary = self._stream_rows()
+        if summary is not None:
+            return int(summary[stream]["transactions"]) if stream in summary else 0
         return len(self.stream_transactions(stream))
 
     def storage_transactions(self, stream: int) -> list[Tx]:
         return [t for t in self.stream_transactions(stream) if t.protocol in STORAGE_PROTOCOLS]
+
+    def storage_protocols(self, stream: int) -> list[str]:
+        """The NFS/SMB protocols of one connection's transactions, sorted."""
+        summary = self._stream_rows()
+        if summary is not None:
+            return [str(p) for p in summary.get(stream, {}).get("storage_protocols", [])]
+        return sorted({t.protocol for t in self.storage_transactions(stream)})
+
+    def metadata_ops(self, stream: int) -> tuple[list[tuple[str, int, float]], list[int]]:
+        """One connection's NFS/SMB requests that move no file data: (operation, requests,
+        summed response time in ms) in order of first appearance, the time summed in request
+        order (an unanswered request adds nothing); and the first 30 such requests' frames."""
+        summary = self._stream_rows()
+        if summary is not None:
+            row = summary.get(stream)
+            if row is None:
+                return [], []
+            ops = list(
+                zip(
+                    (str(o) for o in row["metadata_ops"]),
+                    (int(n) for n in row["metadata_calls"]),
+                    (float(v) for v in row["metadata_srt_ms"]),
+                )
+            )
+            return ops, [int(f) for f in row["metadata_first_frames"]]
+        from nastriage.diagnosis.timeline import is_data_op
+
+        calls: dict[str, int] = {}
+        srt: dict[str, float] = {}
+        first: list[int] = []
+        for t in self.storage_transactions(stream):
+            if is_data_op(t.op):
+                continue
+            calls[t.op] = calls.get(t.op, 0) + 1
+            srt[t.op] = srt.get(t.op, 0.0) + (t.srt_ms or 0.0)
+            if len(first) < 30:
+                first.append(t.req_first_frame)
+        return [(op, n, srt[op]) for op, n in calls.items()], first
+
+    def udp_transaction_count(self) -> int:
+        """Transactions over UDP (NFS/RPC), from the engine's counters when it has them."""
+        if self.has("stream_transactions"):
+            return int(self.capture.app_stats.get("udp_transactions", 0))
+        return sum(1 for t in self.all_transactions if t.transport == "udp")
+
+    def _stream_rows(self) -> dict[int, dict[str, Any]] | None:
+        """The engine's ``stream_transactions`` rows by stream (a TCP connection without
+        transactions has none); None without the table (the callers then read
+        ``transactions``)."""
+
+        def build() -> dict[int, dict[str, Any]] | None:
+            t = self.table("stream_transactions")
+            return None if t is None else {int(r["stream"]): r for r in rows(t)}
+
+        return self._cached("stream_rows", build)  # type: ignore[no-any-return]
 
     # -- time profiles -----------------------------------------------------------------------
 
@@ -590,6 +648,10 @@ class Context:
         return float(gap or 0.0), float(floor or 0.0), "fastest response and turnaround"
 
     def _srt_floor_ms(self, stream: int) -> float | None:
+        summary = self._stream_rows()
+        if summary is not None:
+            v = _pick(summary.get(stream), "server_time_floor_ms")
+            return None if v is None else float(v)
         times = [
             t.server_time_ms
             for t in self.stream_transactions(stream)
@@ -606,6 +668,10 @@ class Context:
         capture, the round trip between the capture point and the client (plus its
         turnaround); at a client-side capture about 0. A lower bound of the client-side
         round trip either way (it is small whenever the client pipelines requests)."""
+        summary = self._stream_rows()
+        if summary is not None:
+            v = _pick(summary.get(stream), "turnaround_floor_ms")
+            return None if v is None else float(v)
         txs = self.stream_transactions(stream)
         if len(txs) < 4:
             return None

@@ -45,7 +45,7 @@ __all__ = [
 
 #: MAJOR.MINOR. Minor: additive changes (new keys, new sections, new enum values).
 #: Major: anything that removes, renames or changes the meaning or type of a key.
-SCHEMA_VERSION = "1.3"
+SCHEMA_VERSION = "1.4"
 
 Row = dict[str, Any]
 

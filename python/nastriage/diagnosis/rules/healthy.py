@@ -23,7 +23,7 @@ def healthy(ctx: Context, others: list[Finding]) -> Finding:
     info = _main_stream(ctx)
     notes = [f"{f.title} ({f.id})" for f in others if f.severity == "info"]
     if info is None or info.payload == 0:
-        udp = sum(1 for t in ctx.all_transactions if t.transport == "udp")
+        udp = ctx.udp_transaction_count()
         return Finding(
             id="healthy",
             severity="info",

@@ -40,7 +40,7 @@ def _judged(ctx: Context, *, min_bytes: bool = False) -> dict[int, Profile]:
 
 
 def _time_filter(p: Profile, ctx: Context, seconds: float) -> str:
-    protos = set(p.protocols) or {t.protocol for t in ctx.storage_transactions(p.stream)}
+    protos = set(p.protocols) or set(ctx.storage_protocols(p.stream))
     parts = []
     if "nfs" in protos:
         parts.append(f"rpc.time >= {seconds:.3f}")
@@ -59,7 +59,7 @@ def _protocol_names(ctx: Context, stream: int) -> str:
     p = profile(ctx, stream)
     protos = p.protocols if p is not None else []
     if not protos:
-        protos = sorted({t.protocol for t in ctx.storage_transactions(stream)})
+        protos = ctx.storage_protocols(stream)
     return "/".join(p.upper() for p in protos) or "NFS/SMB"
 
 

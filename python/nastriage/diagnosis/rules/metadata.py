@@ -7,7 +7,7 @@ from collections import Counter
 from nastriage.diagnosis.context import Context
 from nastriage.diagnosis.finding import Evidence, Finding, Impact
 from nastriage.diagnosis.rules._util import frames, ms, pct, stream_filter
-from nastriage.diagnosis.timeline import is_data_op, profiles
+from nastriage.diagnosis.timeline import profiles
 from nastriage.sanitize import one_line
 
 
@@ -25,13 +25,12 @@ def metadata_heavy(ctx: Context) -> list[Finding]:
     ops: Counter[str] = Counter()
     srt: dict[str, float] = {}
     first_frames: list[int] = []
-    for s in ps:
-        for t in ctx.storage_transactions(s):
-            if not is_data_op(t.op):
-                ops[t.op] += 1
-                srt[t.op] = srt.get(t.op, 0.0) + (t.srt_ms or 0.0)
-                if len(first_frames) < 30:
-                    first_frames.append(t.req_first_frame)
+    for s in ps:  # per connection, then over them: the engine's summary sums the same way
+        stream_ops, stream_frames = ctx.metadata_ops(s)
+        for op, n, ms_ in stream_ops:
+            ops[op] += n
+            srt[op] = srt.get(op, 0.0) + ms_
+        first_frames += stream_frames[: 30 - len(first_frames)]
     top = ops.most_common(4)
     top_text = ", ".join(f"{one_line(op)} x{n}" for op, n in top)
     span_s = sum(p.span_ns for p in ps.values()) / 1e9
