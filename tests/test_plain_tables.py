@@ -110,3 +110,28 @@ def test_the_json_and_terminal_runs_do_not_import_pyarrow(tmp_path: Path) -> Non
     assert done.stderr.decode().strip().splitlines()[-1] == "NO-PYARROW"
     assert b"NFSv3 service response time" in done.stdout
     assert json.loads(out.read_text())["srt"]
+
+
+def test_long_tables_are_not_kept_converted(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A summary table's columns are converted once and kept; a longer one's (events,
+    series) each time they are asked for, so that its readers' own objects are not
+    doubled by a kept copy."""
+    import nastriage.capture as capture_module
+    from nastriage.capture import Capture
+
+    path = EXAMPLES[0]
+    capture = Capture.analyze(path)
+    long_name = max(capture.table_names, key=lambda n: capture.plain_table(n).num_rows)
+    long_table = capture.plain_table(long_name)
+    assert long_table.num_rows > 1
+    monkeypatch.setattr(capture_module, "KEEP_COLUMNS_ROWS", long_table.num_rows - 1)
+    first = long_table.columns(long_table.column_names)
+    assert not long_table._cols
+    again = long_table.columns(long_table.column_names)
+    for name, values in again.items():  # converted anew, to the same values
+        assert values is not first[name]
+        assert all(_same(a, b) for a, b in zip(values, first[name], strict=True)), name
+    small = capture.plain_table("conversations")
+    assert 0 < small.num_rows <= capture_module.KEEP_COLUMNS_ROWS
+    kept = small.columns(["stream"])["stream"]
+    assert small.columns(["stream"])["stream"] is kept

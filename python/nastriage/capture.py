@@ -76,12 +76,19 @@ def timestamps_ns(column: Any) -> list[int | None]:
     return out
 
 
+#: Longest table whose converted columns a :class:`PlainTable` keeps (the per-connection
+#: summaries; a longer one is converted again when asked again).
+KEEP_COLUMNS_ROWS = 2048
+
+
 class PlainTable:
     """A result table read as plain Python values, column by column, without pyarrow.
 
     The command line reads only small summary tables, and importing pyarrow would cost it
     about 60 MB and a tenth of a second of CPU. Columns are converted by the engine when
-    first asked for, then kept; timestamps are integer nanoseconds since the epoch, nulls
+    first asked for, then kept, except for tables longer than :data:`KEEP_COLUMNS_ROWS`
+    (events and series, whose readers make their own objects of them at once: keeping both
+    would double their memory); timestamps are integer nanoseconds since the epoch, nulls
     ``None``. Use :meth:`Capture.table` for the Arrow table itself."""
 
     __slots__ = ("_cols", "_source", "column_names", "num_rows")
@@ -96,10 +103,15 @@ class PlainTable:
         """The named columns as lists; a name the table lacks gives a list of None (so
         readers work with older or newer schemas)."""
         present = set(self.column_names)
-        todo = [n for n in names if n in present and n not in self._cols]
-        if todo:
-            self._cols.update(self._source.columns(todo))
-        return {n: self._cols[n] if n in present else [None] * self.num_rows for n in names}
+        if self.num_rows > KEEP_COLUMNS_ROWS:
+            wanted = [n for n in names if n in present]
+            got = self._source.columns(wanted) if wanted else {}
+        else:
+            todo = [n for n in names if n in present and n not in self._cols]
+            if todo:
+                self._cols.update(self._source.columns(todo))
+            got = self._cols
+        return {n: got[n] if n in present else [None] * self.num_rows for n in names}
 
 
 def read_columns(table: Any, names: Sequence[str]) -> dict[str, list[Any]]:

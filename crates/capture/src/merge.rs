@@ -69,6 +69,12 @@ impl MergedReader {
         self.last.map(|i| self.readers[i].shared_buffer())
     }
 
+    /// Stop reading every file (see [`CaptureReader::finish`]).
+    pub fn finish(&mut self) {
+        self.last = None;
+        self.readers.iter_mut().for_each(CaptureReader::finish);
+    }
+
     pub fn readers(&self) -> &[CaptureReader] {
         &self.readers
     }

@@ -275,6 +275,15 @@ impl CaptureReader {
         &self.warnings
     }
 
+    /// Stop reading: the read buffers and the decompressor are given back
+    /// (a few megabytes, which the work after the pass can use). Its info,
+    /// link types, warnings and position stay; `advance` returns `Ok(false)`.
+    pub fn finish(&mut self) {
+        self.cur = None;
+        self.done = true;
+        self.src.release();
+    }
+
     /// Bytes consumed so far in the (decompressed) stream.
     pub fn position(&self) -> u64 {
         self.src.offset()

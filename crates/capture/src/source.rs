@@ -145,6 +145,18 @@ impl Source {
         vec![0u8; len]
     }
 
+    /// No more reading: give back the buffers, spares included, and the
+    /// underlying reader (a decompressor's window). The offset stays.
+    pub(crate) fn release(&mut self) {
+        self.base += self.pos as u64;
+        self.pos = 0;
+        self.end = 0;
+        self.eof = true;
+        self.buf = Arc::new(Vec::new());
+        self.spares = Vec::new();
+        self.reader = Box::new(io::empty());
+    }
+
     /// Index in the buffer of the first unconsumed byte; with [`Self::held`]
     /// it lets a record be lent out after it has been consumed (it stays in
     /// place until the next `fill`).

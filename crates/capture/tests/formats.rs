@@ -739,3 +739,28 @@ fn position_tracks_consumed_bytes() {
     assert!(!r.advance().unwrap());
     assert_eq!(r.position(), bytes.len() as u64);
 }
+
+#[test]
+fn finish_lets_go_of_the_buffers_and_keeps_the_facts() {
+    let (bytes, recs) = small_pcap();
+    let mut r = CaptureReader::from_reader("x", Box::new(Cursor::new(bytes.clone()))).unwrap();
+    assert!(r.advance().unwrap());
+    let held = r.shared_buffer().clone();
+    r.finish();
+    // Read no further, the position where reading stopped, the buffer
+    // dropped (only this test's own reference is left).
+    assert!(r.current().is_none());
+    assert!(!r.advance().unwrap());
+    assert_eq!(r.position(), recs[0].1);
+    assert_eq!(std::sync::Arc::strong_count(&held), 1);
+    assert!(r.shared_buffer().is_empty());
+    assert_eq!(r.linktypes(), [1]);
+    let mut m = MergedReader::new(vec![
+        CaptureReader::from_reader("a", Box::new(Cursor::new(bytes.clone()))).unwrap(),
+        CaptureReader::from_reader("b", Box::new(Cursor::new(bytes))).unwrap(),
+    ]);
+    assert!(m.advance());
+    m.finish();
+    assert!(m.packet().is_none() && !m.advance());
+    assert!(m.readers().iter().all(|r| r.shared_buffer().is_empty()));
+}

@@ -219,6 +219,9 @@ pub fn analyze(paths: &[String], mut opts: AnalyzeOptions<'_>) -> Result<Analysi
         let log = joined(app_thread.join());
         Ok((read, tcp, log))
     })?;
+    // The batches are gone with the stages: the read buffers go too, before
+    // the digest (whose peak on a long capture they would add to).
+    merged.finish();
     release_freed_memory();
     read?;
 
