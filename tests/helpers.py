@@ -88,3 +88,25 @@ def run_cli(
 
 def have_tshark() -> bool:
     return shutil.which("tshark") is not None
+
+
+def synth_binary() -> Path:
+    """The project's capture generator (``nastriage-synth``), built for the tests; skips
+    without cargo."""
+    if shutil.which("cargo") is None:
+        pytest.skip("cargo is needed to build nastriage-synth")
+    subprocess.run(["cargo", "build", "-q", "-p", "nastriage-synth"], cwd=ROOT, check=True)
+    target = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
+    return target / "debug" / "nastriage-synth"
+
+
+def bench_capture(directory: Path, size: str = "20M", seed: int = 1) -> Path:
+    """A generated benchmark capture (many NFSv3/NFSv4.1/SMB3 connections with metadata
+    bursts, loss, stalls and pipelining) in ``directory``."""
+    path = directory / f"bench-{size}-s{seed}.pcap"
+    subprocess.run(
+        [str(synth_binary()), "bench", str(path), "--size", size, "--seed", str(seed)],
+        check=True,
+        capture_output=True,
+    )
+    return path

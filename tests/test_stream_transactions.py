@@ -5,14 +5,12 @@ reference capture, the shipped examples and a generated benchmark capture."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from helpers import bench_capture
 from oracle import SHARED, readable_captures
 
 pytestmark = pytest.mark.usefixtures("engine")
@@ -85,16 +83,7 @@ def test_diagnosis_does_not_need_the_transactions(path: str) -> None:
 
 def test_on_a_benchmark_capture(tmp_path: Path) -> None:
     """Many NFSv3/NFSv4.1/SMB3 connections with metadata bursts, loss and stalls."""
-    if shutil.which("cargo") is None:
-        pytest.skip("cargo is needed to build nastriage-synth")
-    subprocess.run(["cargo", "build", "-q", "-p", "nastriage-synth"], cwd=ROOT, check=True)
-    target = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
-    path = tmp_path / "bench.pcap"
-    subprocess.run(
-        [str(target / "debug" / "nastriage-synth"), "bench", str(path), "--size", "20M"],
-        check=True,
-        capture_output=True,
-    )
+    path = bench_capture(tmp_path)
     assert _compare_summary(str(path)) >= 10
     _compare_diagnosis(str(path))
 

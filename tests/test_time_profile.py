@@ -6,14 +6,12 @@ processing-time figures and the evidence frames."""
 from __future__ import annotations
 
 import math
-import os
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from helpers import bench_capture
 from oracle import SHARED, readable_captures
 
 pytestmark = pytest.mark.usefixtures("engine")
@@ -95,14 +93,4 @@ def test_engine_profile_equals_reference(path: str) -> None:
 
 def test_engine_profile_equals_reference_on_a_benchmark_capture(tmp_path: Path) -> None:
     """Many NFSv3/NFSv4.1/SMB3 connections with loss, stalls and pipelining."""
-    if shutil.which("cargo") is None:
-        pytest.skip("cargo is needed to build nastriage-synth")
-    subprocess.run(["cargo", "build", "-q", "-p", "nastriage-synth"], cwd=ROOT, check=True)
-    target = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
-    path = tmp_path / "bench.pcap"
-    subprocess.run(
-        [str(target / "debug" / "nastriage-synth"), "bench", str(path), "--size", "20M"],
-        check=True,
-        capture_output=True,
-    )
-    assert _compare(str(path)) >= 10
+    assert _compare(str(bench_capture(tmp_path))) >= 10
