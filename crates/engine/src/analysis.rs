@@ -124,16 +124,17 @@ impl Digest {
                 if !udp {
                     let mut c = crate::concurrency::ConcurrencyResult::new(interval);
                     c.add_stream(stream, &txs, &facts.names);
+                    let summary = crate::stream_summary::summarize(stream, &txs, &facts.names);
                     part.profile = crate::time_profile::stream_profile(
                         stream,
                         &txs,
+                        summary.floors,
                         &facts.names,
                         tcp,
                         convs,
                         &c.conns,
                     );
-                    part.summary =
-                        Some(crate::stream_summary::summarize(stream, &txs, &facts.names));
+                    part.summary = Some(summary);
                     part.concurrency = c.conns;
                     part.series = c.series;
                 }

@@ -18,7 +18,7 @@ use arrow_array::builder::{Float64Builder, ListBuilder, StringBuilder, UInt64Bui
 use arrow_array::RecordBatch;
 
 use crate::columns::Cols;
-use crate::time_profile::{srt_floor_ms, turnaround_floor_ms};
+use crate::time_profile::{is_storage, RttFloors};
 use crate::tx_facts::{Names, TxFacts};
 
 /// First frames of metadata requests kept per connection (the rule shows
@@ -32,8 +32,8 @@ pub(crate) struct StreamSummary {
     pub transactions: u64,
     /// NFS and SMB2 among its protocols, sorted.
     pub storage_protocols: Vec<&'static str>,
-    pub server_time_floor_ms: Option<f64>,
-    pub turnaround_floor_ms: Option<f64>,
+    /// The round-trip floors (also the time profile's, when TCP has none).
+    pub floors: RttFloors,
     /// Storage requests that move no file data: operation (in order of
     /// first appearance), requests, and their response times summed in
     /// request order (an unanswered one adds nothing).
@@ -41,19 +41,12 @@ pub(crate) struct StreamSummary {
     pub metadata_first_frames: Vec<u64>,
 }
 
-/// NFS and SMB2: the protocols whose requests the rules judge.
-fn is_storage(protocol: &str) -> bool {
-    matches!(protocol, "nfs" | "smb2")
-}
-
 /// The row of one TCP connection from its facts in request order.
 pub(crate) fn summarize(stream: u32, txs: &[TxFacts], names: &Names) -> StreamSummary {
-    let refs: Vec<&TxFacts> = txs.iter().collect();
     let mut s = StreamSummary {
         stream,
         transactions: txs.len() as u64,
-        server_time_floor_ms: srt_floor_ms(&refs),
-        turnaround_floor_ms: turnaround_floor_ms(&refs),
+        floors: RttFloors::of(txs),
         ..Default::default()
     };
     for t in txs {
@@ -73,8 +66,7 @@ pub(crate) fn summarize(stream: u32, txs: &[TxFacts], names: &Names) -> StreamSu
                 m.1 += 1;
                 m.2 += srt;
             }
-            // 0.0 + srt, as the rules' sum starts.
-            None => s.metadata.push((t.op, 1, 0.0 + srt)),
+            None => s.metadata.push((t.op, 1, srt)),
         }
         if s.metadata_first_frames.len() < FIRST_FRAMES {
             s.metadata_first_frames.push(t.req_first_frame);
@@ -107,9 +99,8 @@ pub(crate) fn table(rows: &[StreamSummary], names: &Names) -> RecordBatch {
             srt.values().append_value(ms);
         }
         frames.values().append_slice(&r.metadata_first_frames);
-        for b in [&mut protocols, &mut ops] {
-            b.append(true);
-        }
+        protocols.append(true);
+        ops.append(true);
         calls.append(true);
         srt.append(true);
         frames.append(true);
@@ -117,11 +108,11 @@ pub(crate) fn table(rows: &[StreamSummary], names: &Names) -> RecordBatch {
     k.push("storage_protocols", true, Arc::new(protocols.finish()));
     k.f64o(
         "server_time_floor_ms",
-        rows.iter().map(|r| r.server_time_floor_ms).collect(),
+        rows.iter().map(|r| r.floors.server_ms).collect(),
     );
     k.f64o(
         "turnaround_floor_ms",
-        rows.iter().map(|r| r.turnaround_floor_ms).collect(),
+        rows.iter().map(|r| r.floors.turnaround_ms).collect(),
     );
     k.push("metadata_ops", true, Arc::new(ops.finish()));
     k.push("metadata_calls", true, Arc::new(calls.finish()));
@@ -193,9 +184,9 @@ mod tests {
         );
         assert_eq!(s.metadata_first_frames, [2, 4, 5, 6]);
         // Four answered: the fastest server time, over all protocols.
-        assert_eq!(s.server_time_floor_ms, Some(0.1));
+        assert_eq!(s.floors.server_ms, Some(0.1));
         // Reply ends 1.1, 2.25, 3.9, 5.5, 6.3 ms; next starts 2, 3, 4, 6, none.
-        let floor = s.turnaround_floor_ms.expect("four gaps");
+        let floor = s.floors.turnaround_ms.expect("four gaps");
         assert!((floor - 0.1).abs() < 1e-9, "{floor}");
         let batch = table(&rows, &f.names);
         assert_eq!(batch.num_rows(), 1);

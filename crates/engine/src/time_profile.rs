@@ -28,7 +28,7 @@ use crate::tcp::TcpAnalysis;
 use crate::tx_facts::{Names, TxFacts};
 
 /// Protocols whose transactions the latency rules judge (not portmap, mount...).
-fn is_storage(protocol: &str) -> bool {
+pub(crate) fn is_storage(protocol: &str) -> bool {
     matches!(protocol, "nfs" | "smb2")
 }
 
@@ -199,51 +199,64 @@ fn median(sorted: &[f64]) -> f64 {
     }
 }
 
-/// Fastest server response (ms) over a connection's requests: an upper bound
-/// of the round trip behind the capture point. None under 3 samples.
-pub(crate) fn srt_floor_ms(txs: &[&TxFacts]) -> Option<f64> {
-    let times: Vec<f64> = txs
+/// What a connection's requests alone tell of the round trips behind the
+/// capture point (ms; None under 3 samples), for when the TCP analysis has
+/// none: made once per connection, with its `stream_transactions` row.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct RttFloors {
+    /// Fastest server response (first reply byte after the last request
+    /// byte): an upper bound of the server-side round trip.
+    pub server_ms: Option<f64>,
+    /// Shortest time from a reply's last byte to the next request's first:
+    /// a lower bound of the client-side round trip.
+    pub turnaround_ms: Option<f64>,
+}
+
+impl RttFloors {
+    /// From one connection's facts, in any order.
+    pub(crate) fn of(txs: &[TxFacts]) -> Self {
+        RttFloors {
+            server_ms: server_floor_ms(txs),
+            turnaround_ms: turnaround_floor_ms(txs),
+        }
+    }
+}
+
+fn server_floor_ms(txs: &[TxFacts]) -> Option<f64> {
+    let (n, min) = txs
         .iter()
         .filter_map(|t| t.server_time_ns().map(ms))
         .filter(|v| *v >= 0.0)
-        .collect();
-    if times.len() < 3 {
-        return None;
-    }
-    times.into_iter().reduce(f64::min)
+        .fold((0usize, f64::INFINITY), |(n, m), v| (n + 1, m.min(v)));
+    (n >= 3).then_some(min)
 }
 
-/// Shortest time from a reply's last byte to the next request's first: a
-/// lower bound of the client-side round trip. None under 3 samples.
-pub(crate) fn turnaround_floor_ms(txs: &[&TxFacts]) -> Option<f64> {
+fn turnaround_floor_ms(txs: &[TxFacts]) -> Option<f64> {
     if txs.len() < 4 {
         return None;
     }
     let mut starts: Vec<i64> = txs.iter().map(|t| t.req_first_ts).collect();
     starts.sort_unstable();
-    let gaps: Vec<i64> = txs
+    let (n, min) = txs
         .iter()
         .filter_map(|t| t.reply().map(|r| r.last_ts))
         .filter_map(|end| {
             let i = starts.partition_point(|&s| s <= end);
             starts.get(i).map(|&s| s - end)
         })
-        .collect();
-    if gaps.len() < 3 {
-        return None;
-    }
-    gaps.into_iter().min().map(ms)
+        .fold((0usize, i64::MAX), |(n, m), gap| (n + 1, m.min(gap)));
+    (n >= 3).then(|| ms(min))
 }
 
 /// Round trips from the capture point to the client and to the server (ms)
 /// and their source, as `Context.side_rtts_ms`.
 fn side_rtts(
     stream: u32,
-    txs: &[&TxFacts],
+    floors: RttFloors,
     tcp: &TcpAnalysis,
     convs: &ConversationTable,
 ) -> (f64, f64, &'static str) {
-    let floor = srt_floor_ms(txs);
+    let floor = floors.server_ms;
     let sum = tcp.summary(stream);
     let (cli, srv) = match (convs.get(stream), sum) {
         (Some(conv), Some(m)) => {
@@ -262,7 +275,7 @@ fn side_rtts(
             "tcp_connections",
         ),
         _ => (
-            turnaround_floor_ms(txs).unwrap_or(0.0),
+            floors.turnaround_ms.unwrap_or(0.0),
             floor.unwrap_or(0.0),
             "fastest response and turnaround",
         ),
@@ -353,6 +366,7 @@ impl Slowest {
 fn profile(
     stream: u32,
     all: &[&TxFacts],
+    floors: RttFloors,
     names: &Names,
     tcp: &TcpAnalysis,
     convs: &ConversationTable,
@@ -371,7 +385,7 @@ fn profile(
     if txs.is_empty() {
         return None;
     }
-    let (cli_rtt, srv_rtt, source) = side_rtts(stream, all, tcp, convs);
+    let (cli_rtt, srv_rtt, source) = side_rtts(stream, floors, tcp, convs);
     // Half round trips, truncated as the Python reference does.
     let a = (cli_rtt * 1e6 / 2.0) as i64;
     let b = (srv_rtt * 1e6 / 2.0) as i64;
@@ -512,6 +526,7 @@ fn profile(
 pub(crate) fn stream_profile(
     stream: u32,
     txs: &[TxFacts],
+    floors: RttFloors,
     names: &Names,
     tcp: &TcpAnalysis,
     convs: &ConversationTable,
@@ -520,7 +535,7 @@ pub(crate) fn stream_profile(
     let mut refs: Vec<&TxFacts> = txs.iter().collect();
     refs.sort_by_key(|t| t.req_first_ts);
     let conc = conc.iter().rfind(|c| is_storage(c.protocol));
-    profile(stream, &refs, names, tcp, convs, conc)
+    profile(stream, &refs, floors, names, tcp, convs, conc)
 }
 
 /// Names and values of a per-row list as two list columns.

@@ -27,9 +27,9 @@ def metadata_heavy(ctx: Context) -> list[Finding]:
     first_frames: list[int] = []
     for s in ps:  # per connection, then over them: the engine's summary sums the same way
         stream_ops, stream_frames = ctx.metadata_ops(s)
-        for op, n, ms_ in stream_ops:
+        for op, n, op_ms in stream_ops:
             ops[op] += n
-            srt[op] = srt.get(op, 0.0) + ms_
+            srt[op] = srt.get(op, 0.0) + op_ms
         first_frames += stream_frames[: 30 - len(first_frames)]
     top = ops.most_common(4)
     top_text = ", ".join(f"{one_line(op)} x{n}" for op, n in top)
