@@ -135,3 +135,61 @@ def test_long_tables_are_not_kept_converted(monkeypatch: pytest.MonkeyPatch) -> 
     assert 0 < small.num_rows <= capture_module.KEEP_COLUMNS_ROWS
     kept = small.columns(["stream"])["stream"]
     assert small.columns(["stream"])["stream"] is kept
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: Path(p).name)
+def test_row_slices_read_what_the_whole_table_reads(path: str) -> None:
+    """``read_columns(table, names, start, stop)`` (plain and pyarrow tables alike) and
+    ``column_chunks`` give the rows a slice of the whole gives; ``read_rows`` with
+    ``where`` the rows a filter of the whole gives, whatever runs they form."""
+    from nastriage.capture import Capture, column_chunks, read_columns, read_rows
+
+    capture = Capture.analyze(path)
+    for name in capture.table_names:
+        for table in (capture.plain_table(name), capture.table(name)):
+            names = [*capture.table(name).schema.names, "no_such_column"]
+            whole = read_columns(table, names)
+            n = table.num_rows
+            for start, stop in [(0, 0), (0, 1), (3, 17), (max(n - 5, 0), n + 10), (n + 3, n + 9)]:
+                got = read_columns(table, names, start, stop)
+                for column in names:
+                    assert _same(got[column], whole[column][start:stop]), (name, column, start)
+            chunks = list(column_chunks(table, names, rows=7))
+            assert len(chunks) == -(-n // 7)
+            for column in names:
+                joined = [v for c in chunks for v in c[column]]
+                assert _same(joined, whole[column]), (name, column)
+            if not n:
+                continue
+            # Every third row, and a value of the first column.
+            key = names[0]
+            value = whole[key][n // 2]
+            want = [
+                {k: whole[k][i] for k in names[:-1]} for i, v in enumerate(whole[key]) if v == value
+            ]
+            got_rows = read_rows(table, names[:-1], where=(key, value))
+            assert len(got_rows) == len(want), name
+            assert all(_same(list(g.values()), list(w.values())) for g, w in zip(got_rows, want)), (
+                name
+            )
+
+
+def test_runs_of_matching_rows() -> None:
+    from nastriage.capture import _runs
+
+    assert list(_runs([])) == []
+    assert list(_runs([0, 1, 2, 5, 7, 8])) == [(0, 3), (5, 6), (7, 9)]
+    assert list(_runs([4])) == [(4, 5)]
+
+
+def test_long_tables_are_made_again_when_asked_again() -> None:
+    """``Capture.plain_table`` keeps the summary tables it made, not the long ones (their
+    readers keep compact forms of their own)."""
+    import nastriage.capture as capture_module
+    from nastriage.capture import Capture
+
+    capture = Capture.analyze(EXAMPLES[0])
+    sizes = {n: capture.plain_table(n).num_rows for n in capture.table_names}
+    for name, rows in sizes.items():
+        again = capture.plain_table(name) is capture.plain_table(name)
+        assert again == (rows <= capture_module.KEEP_COLUMNS_ROWS), name

@@ -26,9 +26,13 @@ class TableStream:
     column_names: list[str]
 
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
-    def columns(self, names: list[str] | None = None) -> dict[str, list[object]]:
+    def columns(
+        self, names: list[str] | None = None, start: int = 0, stop: int | None = None
+    ) -> dict[str, list[object]]:
         """The named columns (all by default) as lists, by name; names the table lacks are
-        left out. Timestamps as integer nanoseconds since the epoch, nulls None."""
+        left out. Timestamps as integer nanoseconds since the epoch, nulls None. ``start``
+        and ``stop`` (not negative) choose rows as a slice does, so that a long table can be
+        read a piece at a time."""
 
 class Analysis:
     """Result of one analysis run over one or more capture files (merged)."""

@@ -9,7 +9,7 @@ without copying.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Callable, Union
 
 if TYPE_CHECKING:
@@ -76,8 +76,9 @@ def timestamps_ns(column: Any) -> list[int | None]:
     return out
 
 
-#: Longest table whose converted columns a :class:`PlainTable` keeps (the per-connection
-#: summaries; a longer one is converted again when asked again).
+#: Longest table whose converted columns a :class:`PlainTable` keeps, and that
+#: :meth:`Capture.plain_table` keeps (the per-connection summaries; a longer one is made
+#: and converted again when asked again).
 KEEP_COLUMNS_ROWS = 2048
 
 
@@ -99,10 +100,19 @@ class PlainTable:
         self.column_names: list[str] = list(source.column_names)
         self._cols: dict[str, list[Any]] = {}
 
-    def columns(self, names: Sequence[str]) -> dict[str, list[Any]]:
+    def columns(
+        self, names: Sequence[str], start: int = 0, stop: int | None = None
+    ) -> dict[str, list[Any]]:
         """The named columns as lists; a name the table lacks gives a list of None (so
-        readers work with older or newer schemas)."""
+        readers work with older or newer schemas). ``start``/``stop`` read only those rows
+        (as a slice; never kept)."""
         present = set(self.column_names)
+        if start or stop is not None:
+            stop = self.num_rows if stop is None else min(stop, self.num_rows)
+            start = min(start, stop)
+            wanted = [n for n in names if n in present]
+            got = self._source.columns(wanted, start, stop) if wanted else {}
+            return {n: got[n] if n in present else [None] * (stop - start) for n in names}
         if self.num_rows > KEEP_COLUMNS_ROWS:
             wanted = [n for n in names if n in present]
             got = self._source.columns(wanted) if wanted else {}
@@ -114,14 +124,20 @@ class PlainTable:
         return {n: got[n] if n in present else [None] * self.num_rows for n in names}
 
 
-def read_columns(table: Any, names: Sequence[str]) -> dict[str, list[Any]]:
+def read_columns(
+    table: Any, names: Sequence[str], start: int = 0, stop: int | None = None
+) -> dict[str, list[Any]]:
     """Columns of a table (a :class:`PlainTable` or a pyarrow table) as Python lists;
     timestamps as int ns; absent columns as lists of None (so readers work with older or
-    newer schemas)."""
+    newer schemas). ``start``/``stop`` (not negative) read only those rows, as a slice."""
     if isinstance(table, PlainTable):
-        return table.columns(names)
+        return table.columns(names, start, stop)
     import pyarrow as pa
 
+    if start or stop is not None:
+        stop = table.num_rows if stop is None else min(stop, table.num_rows)
+        start = min(start, stop)
+        table = table.slice(start, stop - start)
     n = table.num_rows
     out: dict[str, list[Any]] = {}
     present = set(table.schema.names)
@@ -136,6 +152,16 @@ def read_columns(table: Any, names: Sequence[str]) -> dict[str, list[Any]]:
         else:
             out[name] = col.to_pylist()
     return out
+
+
+def column_chunks(
+    table: Any, names: Sequence[str], rows: int = 8192
+) -> Iterator[dict[str, list[Any]]]:
+    """The named columns of a table :func:`read_columns`-style, ``rows`` rows at a time:
+    a long table (hundreds of thousands of TCP events) is turned into Python objects a
+    piece at a time, never all at once."""
+    for start in range(0, table.num_rows, rows):
+        yield read_columns(table, names, start, start + rows)
 
 
 def readable_table(capture: Any, name: str) -> Any:
@@ -160,12 +186,31 @@ def read_rows(
     columns (all by default); timestamps as int ns. ``where=(column, value)`` keeps only
     the rows whose column equals the value (dicts are made for those only)."""
     keys = list(names) if names is not None else column_names(table)
-    cols = read_columns(table, keys)
     if where is None:
+        cols = read_columns(table, keys)
         return [dict(zip(keys, values)) for values in zip(*(cols[k] for k in keys))]
     column, value = where
     test = read_columns(table, [column])[column]
-    return [{k: cols[k][i] for k in keys} for i, v in enumerate(test) if v == value]
+    # Only the matching rows are read (a few runs of them, typically: the srt table's
+    # "op" rows are a few dozen of its thousands), not every row of every column.
+    out: list[dict[str, Any]] = []
+    for start, stop in _runs(i for i, v in enumerate(test) if v == value):
+        cols = read_columns(table, keys, start, stop)
+        out.extend(dict(zip(keys, values)) for values in zip(*(cols[k] for k in keys)))
+    return out
+
+
+def _runs(indices: Iterable[int]) -> Iterator[tuple[int, int]]:
+    """Increasing indices as [start, stop) runs of consecutive ones."""
+    start = stop = -1
+    for i in indices:
+        if i != stop:
+            if stop > start:
+                yield start, stop
+            start = i
+        stop = i + 1
+    if stop > start:
+        yield start, stop
 
 
 class Capture:
@@ -292,7 +337,11 @@ class Capture:
         source = self._analysis.table(name)
         # Another Arrow stream (a stand-in analysis in tests) is read through pyarrow.
         table = PlainTable(source) if isinstance(source, _core.TableStream) else self.table(name)
-        self._plain[name] = table
+        # A long table (events, series) is made again when asked for again: its readers
+        # keep their own compact form of it, and the Arrow columns kept here as well
+        # would grow with the capture.
+        if table.num_rows <= KEEP_COLUMNS_ROWS or not isinstance(table, PlainTable):
+            self._plain[name] = table
         return table
 
     def tables(self) -> dict[str, pa.Table]:

@@ -145,22 +145,35 @@ impl TableStream {
 
     /// The named columns (all when `names` is None) as Python lists, by
     /// name; names the table lacks are left out. Timestamps as integer
-    /// nanoseconds since the epoch.
-    #[pyo3(signature = (names=None))]
+    /// nanoseconds since the epoch. `start` and `stop` choose rows as a
+    /// Python slice does (non-negative; clamped to the table), so that a
+    /// long table can be read a piece at a time.
+    #[pyo3(signature = (names=None, start=0, stop=None))]
     fn columns<'py>(
         &self,
         py: Python<'py>,
         names: Option<Vec<String>>,
+        start: usize,
+        stop: Option<usize>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let out = PyDict::new(py);
-        let schema = self.batch.schema();
+        let rows = self.batch.num_rows();
+        let stop = stop.map_or(rows, |s| s.min(rows));
+        let start = start.min(stop);
+        // (A slice shares the columns' buffers: nothing is copied.)
+        let batch = if (start, stop) == (0, rows) {
+            self.batch.clone()
+        } else {
+            self.batch.slice(start, stop - start)
+        };
+        let schema = batch.schema();
         let wanted: Vec<String> = match names {
             Some(n) => n,
             None => self.column_names(),
         };
         for name in wanted {
             if let Ok(i) = schema.index_of(&name) {
-                let list = lists::to_list(py, self.batch.column(i).as_ref())?;
+                let list = lists::to_list(py, batch.column(i).as_ref())?;
                 out.set_item(name, list)?;
             }
         }

@@ -8,19 +8,29 @@ nanoseconds since the epoch. Nothing here parses packets.
 from __future__ import annotations
 
 import bisect
-import operator
+import math
 import re
+from array import array
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
-from nastriage.capture import read_columns, read_rows, readable_table
+from nastriage.capture import column_chunks, read_columns, read_rows, readable_table
+from nastriage.diagnosis.events import Event, EventsByStream
 from nastriage.diagnosis.thresholds import DEFAULT, Thresholds
 
 if TYPE_CHECKING:
     from nastriage.capture import Capture
 
-__all__ = ["Context", "Event", "StreamInfo", "Tx", "ZeroWindowEpisode", "columns"]
+__all__ = [
+    "Context",
+    "Event",
+    "SeriesBins",
+    "StreamInfo",
+    "Tx",
+    "ZeroWindowEpisode",
+    "columns",
+]
 
 #: Protocols whose transactions the latency rules judge (not portmap, mount, ...).
 STORAGE_PROTOCOLS = frozenset({"nfs", "smb2", "smb", "smb1", "smb3"})
@@ -30,21 +40,6 @@ STORAGE_PROTOCOLS = frozenset({"nfs", "smb2", "smb", "smb1", "smb3"})
 #: table), kept under their old names here for the rules.
 columns = read_columns
 rows = read_rows
-
-
-class Event(NamedTuple):
-    """One ``tcp_events`` row (a tuple: a capture with heavy loss has millions, and a
-    frozen dataclass takes three times as long to make)."""
-
-    frame: int
-    time: int
-    direction: str  # "c2s" / "s2c"
-    kind: str
-    detail: str
-
-
-#: Events in time order, frames breaking ties.
-_BY_TIME = operator.itemgetter(1, 0)
 
 
 @dataclass
@@ -233,6 +228,21 @@ _SUMMARIES = ("time_profile", "failed_transactions", "unanswered_requests", "srt
 _ENCRYPTED_WARNING = re.compile(r"tcp\.stream (\d+): (\d+) encrypted SMB3 message")
 
 
+_NAN = math.nan
+
+
+class SeriesBins:
+    """One direction's ``tcp_series`` bins that carried data, as columns (a long capture
+    has tens of thousands of bins); NaN where the table has no value."""
+
+    __slots__ = ("interval_ns", "rate", "window")
+
+    def __init__(self) -> None:
+        self.interval_ns = array("q")
+        self.rate = array("d")  # throughput_bps
+        self.window = array("d")  # receive_window
+
+
 class Context:
     """The tables of one capture, for the rules. Cheap to create; loads lazily."""
 
@@ -332,30 +342,37 @@ class Context:
     # -- tcp_events --------------------------------------------------------------------------
 
     @property
-    def events(self) -> dict[int, list[Event]]:
-        return self._cached("events", self._build_events)  # type: ignore[no-any-return]
+    def events(self) -> EventsByStream:
+        """stream -> its ``tcp_events`` in time order (made anew at each lookup, from
+        compact columns: see :mod:`nastriage.diagnosis.events`)."""
+        return self._cached(  # type: ignore[no-any-return]
+            "events", lambda: EventsByStream(self.table("tcp_events"))
+        )
 
-    def _build_events(self) -> dict[int, list[Event]]:
-        out: dict[int, list[Event]] = defaultdict(list)
-        t = self.table("tcp_events")
+    # -- tcp_series --------------------------------------------------------------------------
+
+    @property
+    def series(self) -> dict[tuple[int, str], SeriesBins]:
+        """(stream, sender direction) -> its ``tcp_series`` bins that carried data."""
+        return self._cached("series", self._build_series)  # type: ignore[no-any-return]
+
+    def _build_series(self) -> dict[tuple[int, str], SeriesBins]:
+        out: dict[tuple[int, str], SeriesBins] = {}
+        t = self.table("tcp_series")
         if t is None:
             return out
-        c = columns(t, ("frame", "time", "stream", "direction", "kind", "detail"))
-        names: dict[str, str] = {}  # one object per direction and kind name
-        name = names.setdefault
-        # Column by column, then one tuple per row (``_make``, not the keyword-checking
-        # constructor): a lossy capture has hundreds of thousands of flags.
-        rows = zip(
-            c["frame"],
-            [t or 0 for t in c["time"]],
-            [name(d, d) for d in c["direction"]],
-            [name(k, k) for k in c["kind"]],
-            [d or "" for d in c["detail"]],
-        )
-        for stream, event in zip(c["stream"], map(Event._make, rows)):
-            out[stream].append(event)
-        for evs in out.values():
-            evs.sort(key=_BY_TIME)
+        names = ("stream", "direction", "interval_ns", "bytes", "throughput_bps", "receive_window")
+        for c in column_chunks(t, names):
+            for s, d, iv, b, rate, window in zip(*(c[n] for n in names)):
+                if not b:
+                    continue
+                key = (int(s), str(d))
+                bins = out.get(key)
+                if bins is None:
+                    bins = out[key] = SeriesBins()
+                bins.interval_ns.append(int(iv or 0))
+                bins.rate.append(_NAN if rate is None else float(rate))
+                bins.window.append(_NAN if window is None else float(window))
         return out
 
     def stream_events(self, stream: int, direction: str | None = None, *kinds: str) -> list[Event]:

@@ -123,7 +123,7 @@ def analyse(ctx: Context) -> dict[tuple[int, str], LossAnalysis]:
                     (reverse(d), k) in flagged for k in ("duplicate_ack", "ack_lost_segment")
                 ):
                     continue
-                out[(stream, d)] = analyse_stream(ctx, stream, d)
+                out[(stream, d)] = analyse_stream(ctx, stream, d, evs)
         return out
 
     return ctx._cached("loss", build)  # type: ignore[no-any-return]
@@ -153,9 +153,14 @@ class _Spans:
         return i > 0 and self._reach[i - 1] >= t
 
 
-def analyse_stream(ctx: Context, stream: int, d: str) -> LossAnalysis:
+def analyse_stream(
+    ctx: Context, stream: int, d: str, evs: list[Event] | None = None
+) -> LossAnalysis:
+    """One direction of one connection; ``evs`` are its events when the caller has them
+    (they are made anew at each lookup)."""
     th = ctx.th
-    evs = ctx.events.get(stream, [])
+    if evs is None:
+        evs = ctx.events.get(stream, [])
     info = ctx.streams.get(stream)
     tcp = info.tcp if info else {}
     rtt = ctx.path_rtt_ms(stream)

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import math
+
 from nastriage.diagnosis.context import Context, reverse
 from nastriage.diagnosis.finding import Evidence, Finding, Impact, Severity
 from nastriage.diagnosis.retrans import LossAnalysis, analyse
@@ -55,22 +57,13 @@ def _significant_loss(ctx: Context, la: LossAnalysis) -> bool:
 def _peak_rate_bps(ctx: Context, stream: int, d: str, rtt_ms: float | None) -> float | None:
     """The 90th percentile of the per-bin rate in ``tcp_series`` (bins at least one RTT
     wide): about the bottleneck's rate when the sender keeps it busy."""
-    t = ctx.table("tcp_series")
-    if t is None:
+    bins = ctx.series.get((stream, d))
+    if bins is None:
         return None
-    from nastriage.diagnosis.context import columns
-
-    c = columns(t, ("stream", "direction", "interval_ns", "bytes", "throughput_bps"))
     rates = sorted(
-        float(r)
-        for s, dd, iv, b, r in zip(
-            c["stream"], c["direction"], c["interval_ns"], c["bytes"], c["throughput_bps"]
-        )
-        if s == stream
-        and dd == d
-        and b
-        and r is not None
-        and (rtt_ms is None or (iv or 0) >= rtt_ms * 1e6)
+        r
+        for iv, r in zip(bins.interval_ns, bins.rate)
+        if not math.isnan(r) and (rtt_ms is None or iv >= rtt_ms * 1e6)
     )
     if len(rates) < 5:
         return None

@@ -3,9 +3,10 @@ window ÷ RTT (window scaling off, or small buffers)."""
 
 from __future__ import annotations
 
+import math
 import statistics
 
-from nastriage.diagnosis.context import Context, columns, reverse
+from nastriage.diagnosis.context import Context, reverse
 from nastriage.diagnosis.finding import Evidence, Finding, Impact
 from nastriage.diagnosis.rules._util import (
     bitrate,
@@ -20,15 +21,12 @@ from nastriage.diagnosis.timeline import profile
 
 def _series_window(ctx: Context) -> dict[tuple[int, str], float]:
     """Median receive window offered to each (stream, sender direction), from tcp_series."""
-    t = ctx.table("tcp_series")
-    if t is None:
-        return {}
-    c = columns(t, ("stream", "direction", "bytes", "receive_window"))
-    acc: dict[tuple[int, str], list[float]] = {}
-    for s, d, b, w in zip(c["stream"], c["direction"], c["bytes"], c["receive_window"]):
-        if b and w is not None:
-            acc.setdefault((int(s), str(d)), []).append(float(w))
-    return {k: statistics.median(v) for k, v in acc.items()}
+    out: dict[tuple[int, str], float] = {}
+    for key, bins in ctx.series.items():
+        windows = [w for w in bins.window if not math.isnan(w)]
+        if windows:
+            out[key] = statistics.median(windows)
+    return out
 
 
 def receive_window_limited(ctx: Context) -> list[Finding]:

@@ -1,0 +1,110 @@
+"""The diagnosis's compact readers of the two tables that grow with the capture
+(``tcp_events`` a connection at a time, ``tcp_series`` by connection and direction) give
+what the rules derived from the whole tables' rows, on every reference capture, the
+examples and a generated benchmark capture (thousands of events and bins)."""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helpers import bench_capture
+from oracle import SHARED, readable_captures
+
+pytestmark = pytest.mark.usefixtures("engine")
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = sorted(str(p) for p in (ROOT / "examples").glob("*.pcap*"))
+CAPTURES = [str(SHARED / n) for n in readable_captures()] if SHARED.exists() else []
+
+
+def _events_from_rows(capture: Any) -> dict[int, list[tuple[Any, ...]]]:
+    from nastriage.capture import read_columns
+
+    t = capture.plain_table("tcp_events")
+    c = read_columns(t, ["frame", "time", "stream", "direction", "kind", "detail"])
+    out: dict[int, list[tuple[Any, ...]]] = {}
+    for f, tm, s, d, k, det in zip(
+        c["frame"], c["time"], c["stream"], c["direction"], c["kind"], c["detail"]
+    ):
+        out.setdefault(s, []).append((f, tm or 0, d, k, det or ""))
+    for evs in out.values():
+        evs.sort(key=lambda e: (e[1], e[0]))
+    return out
+
+
+def _series_from_rows(capture: Any) -> tuple[dict[tuple[int, str], float], Any]:
+    """The receive-window medians and the rows, as the rules read them from the rows."""
+    from nastriage.capture import read_columns
+
+    t = capture.plain_table("tcp_series")
+    c = read_columns(
+        t, ["stream", "direction", "interval_ns", "bytes", "throughput_bps", "receive_window"]
+    )
+    acc: dict[tuple[int, str], list[float]] = {}
+    for s, d, b, w in zip(c["stream"], c["direction"], c["bytes"], c["receive_window"]):
+        if b and w is not None:
+            acc.setdefault((int(s), str(d)), []).append(float(w))
+    return {k: statistics.median(v) for k, v in acc.items()}, c
+
+
+def _peak_rate_from_rows(c: Any, stream: int, d: str, rtt_ms: float | None) -> float | None:
+    rates = sorted(
+        float(r)
+        for s, dd, iv, b, r in zip(
+            c["stream"], c["direction"], c["interval_ns"], c["bytes"], c["throughput_bps"]
+        )
+        if s == stream
+        and dd == d
+        and b
+        and r is not None
+        and (rtt_ms is None or (iv or 0) >= rtt_ms * 1e6)
+    )
+    if len(rates) < 5:
+        return None
+    return rates[int(0.9 * (len(rates) - 1))]
+
+
+def _check(path: str) -> int:
+    from nastriage.capture import Capture
+    from nastriage.diagnosis.context import Context
+    from nastriage.diagnosis.rules.loss import _peak_rate_bps
+    from nastriage.diagnosis.rules.window import _series_window
+
+    capture = Capture.analyze(path)
+    ctx = Context(capture)
+    want = _events_from_rows(capture)
+    assert sorted(ctx.events) == sorted(want)
+    assert ctx.events.count() == sum(len(v) for v in want.values())
+    for stream, evs in want.items():
+        assert [tuple(e) for e in ctx.events[stream]] == evs, stream
+        assert ctx.events.get(stream) == ctx.events[stream]
+    windows, rows = _series_from_rows(capture)
+    assert _series_window(ctx) == windows
+    keys = {(int(s), str(d)) for s, d in zip(rows["stream"], rows["direction"])}
+    for stream, d in keys:
+        for rtt in (None, 0.0, 0.5, 5.0, 50.0):
+            assert _peak_rate_bps(ctx, stream, d, rtt) == _peak_rate_from_rows(
+                rows, stream, d, rtt
+            ), (stream, d, rtt)
+    return ctx.events.count()
+
+
+@pytest.mark.parametrize("path", CAPTURES + EXAMPLES, ids=lambda p: Path(p).name)
+def test_compact_readers_equal_the_rows(path: str) -> None:
+    _check(path)
+
+
+def test_compact_readers_on_a_benchmark_capture(tmp_path: Path) -> None:
+    # (Seed 3 at 60 MB: two thousand events, most of them duplicate ACKs.)
+    assert _check(str(bench_capture(tmp_path, size="60M", seed=3))) > 1000
+
+
+def test_no_events() -> None:
+    from nastriage.diagnosis.events import EventsByStream
+
+    empty = EventsByStream(None)
+    assert len(empty) == 0 and empty.get(3) is None and empty.count() == 0
