@@ -65,16 +65,6 @@ pub(crate) struct Digest {
     udp_transactions: u64,
 }
 
-/// What the digest makes of one connection.
-#[derive(Default)]
-struct StreamDigest {
-    concurrency: Vec<crate::concurrency::ConnConcurrency>,
-    series: Vec<crate::concurrency::SeriesRow>,
-    profile: Option<crate::time_profile::TimeProfile>,
-    summary: Option<crate::stream_summary::StreamSummary>,
-    unanswered: Vec<crate::tx_facts::TxFacts>,
-}
-
 impl Digest {
     pub(crate) fn new(
         derived: crate::derived::Derived,
@@ -84,14 +74,13 @@ impl Digest {
         let d = derived.seal();
         let facts = &d.facts;
         let interval = crate::concurrency::interval_for(facts);
-        // One connection at a time: its concurrency rows, then its time
-        // profile (which reads them). Connections are independent, so two
-        // threads share them: a helper from the smallest up, this one (after
-        // the srt groups) from the largest down, until they meet, so the
-        // largest ones are never left for last. The cost: two connections'
-        // working sets (about 250 bytes a request) are in memory at once, at
-        // worst the two largest. The results are put back in connection
-        // order, so the tables do not depend on the threading.
+        // One connection at a time (`connection_digest`: its facts read back
+        // twice, in request order, never all at once). Connections are
+        // independent, so two threads share them: a helper from the smallest
+        // up, this one (after the srt groups) from the largest down, until
+        // they meet, so the largest ones are never left for last. The results
+        // are put back in connection order, so the tables do not depend on
+        // the threading.
         let mut by_size = facts.stream_keys();
         by_size.sort_unstable_by_key(|&(key, n)| (n, key));
         // The part of `by_size` not taken yet.
@@ -108,37 +97,16 @@ impl Digest {
             *left = rest;
             Some(key)
         };
+        let inputs = crate::connection_digest::Inputs {
+            facts,
+            interval,
+            tcp,
+            convs,
+        };
         let work = |largest: bool| {
             let mut done = Vec::new();
             while let Some(key) = take(largest) {
-                let (udp, stream) = key;
-                let txs = facts.stream(key);
-                let mut part = StreamDigest {
-                    unanswered: txs
-                        .iter()
-                        .filter(|t| t.reply().is_none())
-                        .copied()
-                        .collect(),
-                    ..Default::default()
-                };
-                if !udp {
-                    let mut c = crate::concurrency::ConcurrencyResult::new(interval);
-                    c.add_stream(stream, &txs, &facts.names);
-                    let summary = crate::stream_summary::summarize(stream, &txs, &facts.names);
-                    part.profile = crate::time_profile::stream_profile(
-                        stream,
-                        &txs,
-                        summary.floors,
-                        &facts.names,
-                        tcp,
-                        convs,
-                        &c.conns,
-                    );
-                    part.summary = Some(summary);
-                    part.concurrency = c.conns;
-                    part.series = c.series;
-                }
-                done.push((key, part));
+                done.push((key, crate::connection_digest::digest(key, &inputs)));
             }
             done
         };

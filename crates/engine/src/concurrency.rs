@@ -18,9 +18,12 @@ use arrow_array::builder::{
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
 
+use crate::in_order::InOrder;
 #[cfg(test)]
 use crate::transactions::{Transaction, TransactionLog};
-use crate::tx_facts::{Facts, Names, TxFacts};
+#[cfg(test)]
+use crate::tx_facts::Names;
+use crate::tx_facts::{Facts, TxFacts};
 
 /// Series interval from a duration: about 500 bins, clamped to [1 ms, 10 s].
 pub fn default_interval_ns(duration_ns: i64) -> i64 {
@@ -67,13 +70,10 @@ pub struct ConnConcurrency {
     pub credit_starved_requests: u64,
 }
 
-struct Event {
-    ts: i64,
-    /// +1 arrival, -1 completion (completions first at equal times).
-    delta: i32,
-    charge: i64,
-    grant: i64,
-}
+/// A request's arrival or completion: (time, -1 completion or +1 arrival
+/// (completions first at equal times), request number (request order breaks
+/// the remaining ties), credits charged, credits granted).
+type Event = (i64, i8, u64, i64, i64);
 
 /// (stream, bin start, max outstanding, time-weighted mean, credit balance at bin end)
 pub(crate) type SeriesRow = (u32, i64, u32, f64, Option<i64>);
@@ -121,170 +121,318 @@ impl ConcurrencyResult {
     }
 
     /// Add one TCP connection from its facts in request order: a row per
-    /// protocol on it, in protocol-name order.
+    /// protocol on it, in protocol-name order (tests; the digest sweeps each
+    /// connection as it reads it back, see `analysis.rs`).
+    #[cfg(test)]
     pub(crate) fn add_stream(&mut self, stream: u32, all: &[TxFacts], names: &Names) {
-        let mut by_protocol: BTreeMap<&'static str, Vec<&TxFacts>> = BTreeMap::new();
-        for t in all {
-            by_protocol.entry(names.protocol(t)).or_default().push(t);
+        let mut scans: BTreeMap<&'static str, ProtocolScan> = BTreeMap::new();
+        for (i, t) in all.iter().enumerate() {
+            let p = names.protocol(t);
+            let scan = scans.entry(p).or_insert_with(|| ProtocolScan::new(p));
+            scan.add(i as u64, t, false);
         }
-        for (protocol, txs) in by_protocol {
-            self.add_protocol(stream, protocol, &txs);
+        let mut sweeps: BTreeMap<&'static str, ProtocolSweep> = scans
+            .into_iter()
+            .map(|(p, scan)| {
+                (
+                    p,
+                    ProtocolSweep::new(stream, self.interval_ns, scan.finish()),
+                )
+            })
+            .collect();
+        for (i, t) in all.iter().enumerate() {
+            if let Some(sw) = sweeps.get_mut(names.protocol(t)) {
+                sw.add(i as u64, t, false);
+            }
+        }
+        for sw in sweeps.into_values() {
+            sw.finish(&mut self.conns, &mut self.series);
+        }
+    }
+}
+
+/// What the concurrency sweep of one protocol on one connection needs to
+/// know before it starts, gathered in a first reading of its requests: where
+/// unanswered requests end (the latest end of any), whether the SMB2
+/// NEGOTIATE was seen, and otherwise the lowest credit balance the grants
+/// and charges reach, from which the balance before the capture is inferred.
+pub(crate) struct ProtocolScan {
+    protocol: &'static str,
+    smb: bool,
+    end: Option<i64>,
+    saw_negotiate: bool,
+    credits: InOrder<Event>,
+    /// Unanswered requests' completions: (request number, grant), placed at
+    /// `end` once it is known.
+    unanswered: Vec<(u64, i64)>,
+    balance: i64,
+    lowest: i64,
+}
+
+/// What [`ProtocolScan`] found.
+pub(crate) struct ScanResult {
+    protocol: &'static str,
+    end: i64,
+    saw_negotiate: bool,
+    lowest: i64,
+}
+
+fn charge(t: &TxFacts) -> i64 {
+    i64::from(t.credit_charge().unwrap_or(1).max(1))
+}
+
+fn grant(t: &TxFacts) -> i64 {
+    i64::from(t.credit_grant().unwrap_or(0))
+}
+
+impl ProtocolScan {
+    pub(crate) fn new(protocol: &'static str) -> Self {
+        ProtocolScan {
+            protocol,
+            smb: protocol == "smb2",
+            end: None,
+            saw_negotiate: false,
+            credits: InOrder::default(),
+            unanswered: Vec::new(),
+            balance: 0,
+            lowest: 0,
         }
     }
 
-    fn add_protocol(&mut self, stream: u32, protocol: &'static str, txs: &[&TxFacts]) {
-        let interval = self.interval_ns;
-        let (conns, series) = (&mut self.conns, &mut self.series);
-        let end = txs
-            .iter()
-            .map(|t| t.reply().map_or(t.req_last_ts, |r| r.last_ts))
-            .max()
-            .unwrap_or(0);
-        let mut events: Vec<Event> = Vec::with_capacity(txs.len() * 2);
-        let smb = protocol == "smb2";
-        let mut c = ConnConcurrency {
-            stream,
-            protocol,
-            requests: txs.len() as u64,
-            credits_tracked: smb,
-            ..Default::default()
-        };
-        let (mut req_bytes, mut srt_sum, mut srt_n, mut moved) = (0u64, 0i64, 0u64, 0u64);
-        for t in txs {
-            let charge = if smb {
-                i64::from(t.credit_charge().unwrap_or(1).max(1))
-            } else {
-                0
-            };
-            events.push(Event {
-                ts: t.req_first_ts,
-                delta: 1,
-                charge,
-                grant: 0,
-            });
-            let done = t.reply().map_or(end, |r| r.last_ts);
-            events.push(Event {
-                ts: done,
-                delta: -1,
-                charge: 0,
-                grant: if smb {
-                    i64::from(t.credit_grant().unwrap_or(0))
-                } else {
-                    0
-                },
-            });
-            req_bytes += t.count().unwrap_or(0);
-            moved += bytes_moved(t);
-            if let Some(s) = t.srt_ns() {
-                srt_sum += s;
-                srt_n += 1;
-            }
-            if let Some(s) = t.slot() {
-                c.max_slot = Some(c.max_slot.map_or(s, |m| m.max(s)));
-            }
-            if let Some(s) = t.highest_slot() {
-                c.max_highest_slot = Some(c.max_highest_slot.map_or(s, |m| m.max(s)));
-            }
-            if let Some(s) = t.target_highest_slot() {
-                c.min_target_highest_slot = Some(c.min_target_highest_slot.map_or(s, |m| m.min(s)));
-            }
+    /// Add request number `i`, in request order. With `release`, no
+    /// request to come starts before it or ends before it starts (see
+    /// `in_order`), so completed points are swept now.
+    pub(crate) fn add(&mut self, i: u64, t: &TxFacts, release: bool) {
+        let done = t.reply().map_or(t.req_last_ts, |r| r.last_ts);
+        self.end = Some(self.end.map_or(done, |e| e.max(done)));
+        if !self.smb {
+            return;
         }
-        events.sort_by_key(|e| (e.ts, e.delta));
+        self.saw_negotiate |= t.negotiate();
+        if release && self.credits.due() {
+            let (balance, lowest) = (&mut self.balance, &mut self.lowest);
+            self.credits
+                .release((t.req_first_ts, i8::MIN, 0, 0, 0), |e| {
+                    *balance += e.4 - e.3;
+                    *lowest = (*lowest).min(*balance);
+                });
+        }
+        self.credits.push((t.req_first_ts, 1, i, charge(t), 0));
+        match t.reply() {
+            Some(r) => self.credits.push((r.last_ts, -1, i, 0, grant(t))),
+            None => self.unanswered.push((i, grant(t))),
+        }
+    }
+
+    pub(crate) fn finish(mut self) -> ScanResult {
+        let end = self.end.unwrap_or(0);
+        for (i, g) in std::mem::take(&mut self.unanswered) {
+            self.credits.push((end, -1, i, 0, g));
+        }
+        let (mut balance, mut lowest) = (self.balance, self.lowest);
+        self.credits.finish(|e| {
+            balance += e.4 - e.3;
+            lowest = lowest.min(balance);
+        });
+        ScanResult {
+            protocol: self.protocol,
+            end,
+            saw_negotiate: self.saw_negotiate,
+            lowest,
+        }
+    }
+}
+
+/// The concurrency sweep of one protocol on one connection, fed its
+/// requests in request order (see `in_order`): a [`ConnConcurrency`] row
+/// and its series bins.
+pub(crate) struct ProtocolSweep {
+    c: ConnConcurrency,
+    smb: bool,
+    interval: i64,
+    /// Where unanswered requests end.
+    end: i64,
+    events: InOrder<Event>,
+    req_bytes: u64,
+    srt_sum: i64,
+    srt_n: u64,
+    moved: u64,
+    // The sweep so far.
+    first: Option<i64>,
+    last_ts: i64,
+    out: i64,
+    max_out: u32,
+    area: f64,
+    busy: i64,
+    bal: i64,
+    min_bal: i64,
+    max_bal: i64,
+    /// Sparse series: bin index -> (max outstanding, area, balance at end).
+    bins: BTreeMap<i64, (u32, f64, i64)>,
+}
+
+impl ProtocolSweep {
+    pub(crate) fn new(stream: u32, interval: i64, scan: ScanResult) -> Self {
+        let smb = scan.protocol == "smb2";
         // SMB2 credits: the balance before the capture is unknown unless the
         // connection's NEGOTIATE (MessageId 0) was seen; then start from the
         // smallest balance that never goes negative.
-        let mut bal: i64 = 0;
-        if smb {
-            let saw_negotiate = txs.iter().any(|t| t.negotiate());
-            let (mut b, mut lowest) = (0i64, 0i64);
-            for e in &events {
-                b += e.grant - e.charge;
-                lowest = lowest.min(b);
-            }
-            bal = if saw_negotiate { 1 } else { -lowest };
-            c.credit_balance_inferred = !saw_negotiate;
-        }
-        let (mut min_bal, mut max_bal) = (bal, bal);
-        let first = events.first().map_or(0, |e| e.ts);
-        let (mut out, mut max_out) = (0i64, 0u32);
-        let (mut area, mut busy) = (0f64, 0i64);
-        // Sparse series: bin index -> (max outstanding, area, balance at end).
-        let mut bins: BTreeMap<i64, (u32, f64, i64)> = BTreeMap::new();
-        let mut seen: BTreeMap<u32, u64> = BTreeMap::new();
-        let mut last_ts = first;
-        for e in &events {
-            let dt = e.ts - last_ts;
-            area += out as f64 * dt as f64;
-            if out > 0 {
-                busy += dt;
-                if smb && bal <= 0 {
-                    c.credit_starved_ns += dt;
-                }
-                // Spread [last_ts, e.ts) over the bins it covers.
-                let mut t = last_ts;
-                while t < e.ts {
-                    let idx = t.div_euclid(interval);
-                    let bin_end = (idx + 1) * interval;
-                    let upto = bin_end.min(e.ts);
-                    let slot = bins.entry(idx).or_insert((0, 0.0, bal));
-                    slot.0 = slot.0.max(out as u32);
-                    slot.1 += out as f64 * (upto - t) as f64;
-                    slot.2 = bal;
-                    t = upto;
-                }
-            }
-            last_ts = e.ts;
-            out += i64::from(e.delta);
-            bal += e.grant - e.charge;
-            min_bal = min_bal.min(bal);
-            max_bal = max_bal.max(bal);
-            if e.delta > 0 {
-                let k = out.max(0) as u32;
-                *seen.entry(k).or_default() += 1;
-                max_out = max_out.max(k);
-                if smb && bal <= 0 {
-                    c.credit_starved_requests += 1;
-                }
-                let slot = bins
-                    .entry(e.ts.div_euclid(interval))
-                    .or_insert((0, 0.0, bal));
-                slot.0 = slot.0.max(k);
-                slot.2 = bal;
-            }
-        }
-        for (idx, (m, a, b)) in bins {
-            series.push((
+        let bal = match (smb, scan.saw_negotiate) {
+            (false, _) => 0,
+            (true, true) => 1,
+            (true, false) => -scan.lowest,
+        };
+        ProtocolSweep {
+            c: ConnConcurrency {
                 stream,
+                protocol: scan.protocol,
+                credits_tracked: smb,
+                credit_balance_inferred: smb && !scan.saw_negotiate,
+                ..Default::default()
+            },
+            smb,
+            interval,
+            end: scan.end,
+            events: InOrder::default(),
+            req_bytes: 0,
+            srt_sum: 0,
+            srt_n: 0,
+            moved: 0,
+            first: None,
+            last_ts: 0,
+            out: 0,
+            max_out: 0,
+            area: 0.0,
+            busy: 0,
+            bal,
+            min_bal: bal,
+            max_bal: bal,
+            bins: BTreeMap::new(),
+        }
+    }
+
+    /// Add request number `i`, in request order (`release`: as for
+    /// [`ProtocolScan::add`]).
+    pub(crate) fn add(&mut self, i: u64, t: &TxFacts, release: bool) {
+        if release && self.events.due() {
+            let mut events = std::mem::take(&mut self.events);
+            events.release((t.req_first_ts, i8::MIN, 0, 0, 0), |e| self.step(e));
+            self.events = events;
+        }
+        let smb = self.smb;
+        self.c.requests += 1;
+        self.events
+            .push((t.req_first_ts, 1, i, if smb { charge(t) } else { 0 }, 0));
+        let done = t.reply().map_or(self.end, |r| r.last_ts);
+        self.events
+            .push((done, -1, i, 0, if smb { grant(t) } else { 0 }));
+        self.req_bytes += t.count().unwrap_or(0);
+        self.moved += bytes_moved(t);
+        if let Some(s) = t.srt_ns() {
+            self.srt_sum += s;
+            self.srt_n += 1;
+        }
+        let c = &mut self.c;
+        if let Some(s) = t.slot() {
+            c.max_slot = Some(c.max_slot.map_or(s, |m| m.max(s)));
+        }
+        if let Some(s) = t.highest_slot() {
+            c.max_highest_slot = Some(c.max_highest_slot.map_or(s, |m| m.max(s)));
+        }
+        if let Some(s) = t.target_highest_slot() {
+            c.min_target_highest_slot = Some(c.min_target_highest_slot.map_or(s, |m| m.min(s)));
+        }
+    }
+
+    /// One event of the sweep, in time order.
+    fn step(&mut self, (ts, delta, _, charge, grant): Event) {
+        let interval = self.interval;
+        if self.first.is_none() {
+            self.first = Some(ts);
+            self.last_ts = ts;
+        }
+        let (smb, bal, out) = (self.smb, self.bal, self.out);
+        let c = &mut self.c;
+        let dt = ts - self.last_ts;
+        self.area += out as f64 * dt as f64;
+        if out > 0 {
+            self.busy += dt;
+            if smb && bal <= 0 {
+                c.credit_starved_ns += dt;
+            }
+            // Spread [last_ts, ts) over the bins it covers.
+            let mut t = self.last_ts;
+            while t < ts {
+                let idx = t.div_euclid(interval);
+                let bin_end = (idx + 1) * interval;
+                let upto = bin_end.min(ts);
+                let slot = self.bins.entry(idx).or_insert((0, 0.0, bal));
+                slot.0 = slot.0.max(out as u32);
+                slot.1 += out as f64 * (upto - t) as f64;
+                slot.2 = bal;
+                t = upto;
+            }
+        }
+        self.last_ts = ts;
+        self.out += i64::from(delta);
+        self.bal += grant - charge;
+        self.min_bal = self.min_bal.min(self.bal);
+        self.max_bal = self.max_bal.max(self.bal);
+        if delta > 0 {
+            let k = self.out.max(0) as u32;
+            *c.seen_at_arrival.entry(k).or_default() += 1;
+            self.max_out = self.max_out.max(k);
+            if smb && self.bal <= 0 {
+                c.credit_starved_requests += 1;
+            }
+            let slot = self
+                .bins
+                .entry(ts.div_euclid(interval))
+                .or_insert((0, 0.0, self.bal));
+            slot.0 = slot.0.max(k);
+            slot.2 = self.bal;
+        }
+    }
+
+    /// The row and its series bins.
+    pub(crate) fn finish(mut self, conns: &mut Vec<ConnConcurrency>, series: &mut Vec<SeriesRow>) {
+        let events = std::mem::take(&mut self.events);
+        events.finish(|e| self.step(e));
+        let (interval, smb) = (self.interval, self.smb);
+        for (idx, (m, a, b)) in std::mem::take(&mut self.bins) {
+            series.push((
+                self.c.stream,
                 idx * interval,
                 m,
                 a / interval as f64,
                 smb.then_some(b),
             ));
         }
-        let span = last_ts - first;
-        c.max_outstanding = max_out;
+        let mut c = self.c;
+        let (area, busy) = (self.area, self.busy);
+        let span = self.last_ts - self.first.unwrap_or(0);
+        c.max_outstanding = self.max_out;
         c.span_ns = span;
         c.busy_ns = busy;
         c.mean_outstanding = if span > 0 { area / span as f64 } else { 0.0 };
         c.mean_outstanding_busy = if busy > 0 { area / busy as f64 } else { 0.0 };
         c.at_max_fraction = if c.requests > 0 {
-            seen.get(&max_out).copied().unwrap_or(0) as f64 / c.requests as f64
+            c.seen_at_arrival.get(&self.max_out).copied().unwrap_or(0) as f64 / c.requests as f64
         } else {
             0.0
         };
-        c.seen_at_arrival = seen;
         c.mean_request_bytes = if c.requests > 0 {
-            req_bytes as f64 / c.requests as f64
+            self.req_bytes as f64 / c.requests as f64
         } else {
             0.0
         };
-        c.mean_srt_ms = if srt_n > 0 {
-            srt_sum as f64 / srt_n as f64 / 1e6
+        c.mean_srt_ms = if self.srt_n > 0 {
+            self.srt_sum as f64 / self.srt_n as f64 / 1e6
         } else {
             0.0
         };
         let bytes_per_req = if c.requests > 0 {
-            moved as f64 / c.requests as f64
+            self.moved as f64 / c.requests as f64
         } else {
             0.0
         };
@@ -294,13 +442,13 @@ impl ConcurrencyResult {
             0.0
         };
         c.observed_bps = if busy > 0 {
-            moved as f64 * 8.0 / (busy as f64 / 1e9)
+            self.moved as f64 * 8.0 / (busy as f64 / 1e9)
         } else {
             0.0
         };
         if smb {
-            c.min_credit_balance = Some(min_bal);
-            c.max_credit_balance = Some(max_bal);
+            c.min_credit_balance = Some(self.min_bal);
+            c.max_credit_balance = Some(self.max_bal);
         }
         conns.push(c);
     }

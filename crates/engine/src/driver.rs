@@ -293,6 +293,7 @@ pub fn analyze(paths: &[String], mut opts: AnalyzeOptions<'_>) -> Result<Analysi
         ));
     }
     let digest = crate::analysis::Digest::new(std::mem::take(&mut log.derived), &tcp, &convs);
+    crate::heap::give_back_free_memory();
     // The parsers' warnings (records not decoded, tables full).
     warnings.extend(log.warnings.iter().cloned());
     Ok(Analysis {

@@ -18,7 +18,7 @@ use arrow_array::builder::{Float64Builder, ListBuilder, StringBuilder, UInt64Bui
 use arrow_array::RecordBatch;
 
 use crate::columns::Cols;
-use crate::time_profile::{is_storage, RttFloors};
+use crate::time_profile::{is_storage, FloorsScan, RttFloors};
 use crate::tx_facts::{Names, TxFacts};
 
 /// First frames of metadata requests kept per connection (the rule shows
@@ -41,24 +41,38 @@ pub(crate) struct StreamSummary {
     pub metadata_first_frames: Vec<u64>,
 }
 
-/// The row of one TCP connection from its facts in request order.
-pub(crate) fn summarize(stream: u32, txs: &[TxFacts], names: &Names) -> StreamSummary {
-    let mut s = StreamSummary {
-        stream,
-        transactions: txs.len() as u64,
-        floors: RttFloors::of(txs),
-        ..Default::default()
-    };
-    for t in txs {
+/// The row of one TCP connection, from its facts in request order
+/// (`release`: see `in_order`).
+#[derive(Debug, Default)]
+pub(crate) struct SummaryScan {
+    s: StreamSummary,
+    floors: FloorsScan,
+}
+
+impl SummaryScan {
+    pub(crate) fn new(stream: u32) -> Self {
+        SummaryScan {
+            s: StreamSummary {
+                stream,
+                ..Default::default()
+            },
+            floors: FloorsScan::default(),
+        }
+    }
+
+    pub(crate) fn add(&mut self, t: &TxFacts, names: &Names, release: bool) {
+        let s = &mut self.s;
+        s.transactions += 1;
+        self.floors.add(t, release);
         let protocol = names.protocol(t);
         if !is_storage(protocol) {
-            continue;
+            return;
         }
         if !s.storage_protocols.contains(&protocol) {
             s.storage_protocols.push(protocol);
         }
         if names.is_data_op(t) {
-            continue;
+            return;
         }
         let srt = t.srt_ns().map_or(0.0, |ns| ns as f64 / 1e6);
         match s.metadata.iter_mut().find(|m| m.0 == t.op) {
@@ -72,8 +86,23 @@ pub(crate) fn summarize(stream: u32, txs: &[TxFacts], names: &Names) -> StreamSu
             s.metadata_first_frames.push(t.req_first_frame);
         }
     }
-    s.storage_protocols.sort_unstable();
-    s
+
+    pub(crate) fn finish(self) -> StreamSummary {
+        let mut s = self.s;
+        s.floors = self.floors.finish();
+        s.storage_protocols.sort_unstable();
+        s
+    }
+}
+
+/// The row of one TCP connection from its facts in request order (tests).
+#[cfg(test)]
+pub(crate) fn summarize(stream: u32, txs: &[TxFacts], names: &Names) -> StreamSummary {
+    let mut scan = SummaryScan::new(stream);
+    for t in txs {
+        scan.add(t, names, false);
+    }
+    scan.finish()
 }
 
 /// The `stream_transactions` table (docs/transactions.md lists its columns).

@@ -24,6 +24,7 @@ use arrow_array::{ArrayRef, RecordBatch};
 
 use crate::columns::Cols;
 use crate::conversations::ConversationTable;
+use crate::in_order::InOrder;
 use crate::tcp::TcpAnalysis;
 use crate::tx_facts::{Names, TxFacts};
 
@@ -92,88 +93,170 @@ pub struct TimeProfile {
 /// Total length of the union of [start, end) intervals.
 pub fn union_ns(intervals: &mut [(i64, i64)]) -> i64 {
     intervals.sort_unstable();
-    let mut total = 0i64;
-    let mut cur: Option<(i64, i64)> = None;
-    for &(s, e) in intervals.iter().filter(|(s, e)| e > s) {
-        match cur {
-            Some((cs, ce)) if s <= ce => cur = Some((cs, ce.max(e))),
-            Some((cs, ce)) => {
-                total += ce - cs;
-                cur = Some((s, e));
-            }
-            None => cur = Some((s, e)),
-        }
+    let mut u = Union::default();
+    for &(s, e) in intervals.iter() {
+        u.add(s, e);
     }
-    if let Some((cs, ce)) = cur {
-        total += ce - cs;
-    }
-    total
+    u.total()
 }
 
-/// Nanoseconds per state for (start, end, state) intervals; at any instant
-/// the lowest state present wins. `intervals` is called twice (bounds, then
-/// points); `points` is the working buffer (cleared first), so that one
-/// serves several calls.
+/// Nanoseconds per state for (start, end, state) intervals, swept as the
+/// intervals come (see `in_order`); at any instant the lowest state present
+/// wins.
 ///
 /// A point is packed in a `u64` that sorts as (time, end before start,
-/// state): time since the earliest start in the high bits. Half the memory
-/// of a tuple (a connection may hold millions of requests) and a faster
-/// sort; times more than 2^60 ns apart (none in a real capture) take the
-/// tuple path.
-fn partition<I: Iterator<Item = (i64, i64, u8)>>(
-    points: &mut Vec<u64>,
-    intervals: impl Fn() -> I,
-) -> [i64; 3] {
-    points.clear();
-    let (mut lo, mut hi) = (i64::MAX, i64::MIN);
-    for (s, e, _) in intervals().filter(|(s, e, _)| e > s) {
-        lo = lo.min(s);
-        hi = hi.max(e);
-    }
-    if lo > hi {
-        return [0; 3];
-    }
-    let fits = hi.checked_sub(lo).is_some_and(|span| span < 1 << 60);
-    if !fits {
-        let mut wide: Vec<(i64, i8, u8)> = Vec::new();
-        for (s, e, st) in intervals().filter(|(s, e, _)| e > s) {
-            wide.push((s, 1, st));
-            wide.push((e, -1, st));
-        }
-        wide.sort_unstable();
-        return sweep(wide.into_iter());
-    }
-    let pack = |t: i64, start: bool, st: u8| {
-        ((t - lo) as u64) << 3 | u64::from(start) << 2 | u64::from(st)
-    };
-    for (s, e, st) in intervals().filter(|(s, e, _)| e > s) {
-        points.push(pack(s, true, st));
-        points.push(pack(e, false, st));
-    }
-    points.sort_unstable();
-    sweep(points.iter().map(|&p| {
-        let delta = if p & 4 != 0 { 1 } else { -1 };
-        (lo + (p >> 3) as i64, delta, (p & 3) as u8)
-    }))
+/// state): time since `lo` (no point is earlier) in the high bits. Half the
+/// memory of a tuple and a faster sort; times more than 2^60 ns apart (none
+/// in a real capture) take the tuple path.
+struct Partition {
+    points: Points,
+    counts: [i64; 3],
+    totals: [i64; 3],
+    last: Option<i64>,
 }
 
-/// The sweep of [`partition`] over its sorted points.
-fn sweep(points: impl Iterator<Item = (i64, i8, u8)>) -> [i64; 3] {
-    let mut counts = [0i64; 3];
-    let mut totals = [0i64; 3];
-    let mut last: Option<i64> = None;
-    for (t, delta, st) in points {
-        if let Some(l) = last {
-            if t > l {
-                if let Some(i) = counts.iter().position(|&c| c > 0) {
-                    totals[i] += t - l;
+enum Points {
+    Packed { lo: i64, waiting: InOrder<u64> },
+    Wide(InOrder<(i64, i8, u8)>),
+}
+
+impl Partition {
+    /// For intervals within [lo, hi].
+    fn new(lo: i64, hi: i64) -> Self {
+        let fits = hi
+            .checked_sub(lo)
+            .is_some_and(|span| (0..1 << 60).contains(&span));
+        Partition {
+            points: if fits {
+                Points::Packed {
+                    lo,
+                    waiting: InOrder::default(),
+                }
+            } else {
+                Points::Wide(InOrder::default())
+            },
+            counts: [0; 3],
+            totals: [0; 3],
+            last: None,
+        }
+    }
+
+    /// Add [s, e) in state `st` (nothing when empty).
+    fn push(&mut self, s: i64, e: i64, st: u8) {
+        if e <= s {
+            return;
+        }
+        match &mut self.points {
+            Points::Packed { lo, waiting } => {
+                let pack = |t: i64, start: bool| {
+                    ((t - *lo) as u64) << 3 | u64::from(start) << 2 | u64::from(st)
+                };
+                waiting.push(pack(s, true));
+                waiting.push(pack(e, false));
+            }
+            Points::Wide(waiting) => {
+                waiting.push((s, 1, st));
+                waiting.push((e, -1, st));
+            }
+        }
+    }
+
+    /// Sweep the points before `t`, if enough wait: no interval added later
+    /// starts before `t`.
+    fn release(&mut self, t: i64) {
+        let (counts, totals, last) = (&mut self.counts, &mut self.totals, &mut self.last);
+        match &mut self.points {
+            Points::Packed { lo, waiting } => {
+                if waiting.due() {
+                    let lo = *lo;
+                    let bound = ((t - lo) as u64) << 3;
+                    waiting.release(bound, |p| visit(counts, totals, last, unpack(lo, p)));
+                }
+            }
+            Points::Wide(waiting) => {
+                if waiting.due() {
+                    waiting.release((t, i8::MIN, 0), |p| visit(counts, totals, last, p));
                 }
             }
         }
-        counts[usize::from(st)] += i64::from(delta);
-        last = Some(t);
     }
-    totals
+
+    fn finish(self) -> [i64; 3] {
+        let (mut counts, mut totals, mut last) = (self.counts, self.totals, self.last);
+        match self.points {
+            Points::Packed { lo, waiting } => {
+                waiting.finish(|p| visit(&mut counts, &mut totals, &mut last, unpack(lo, p)));
+            }
+            Points::Wide(waiting) => {
+                waiting.finish(|p| visit(&mut counts, &mut totals, &mut last, p));
+            }
+        }
+        totals
+    }
+}
+
+fn unpack(lo: i64, p: u64) -> (i64, i8, u8) {
+    let delta = if p & 4 != 0 { 1 } else { -1 };
+    (lo + (p >> 3) as i64, delta, (p & 3) as u8)
+}
+
+/// One point of the [`Partition`] sweep, in order.
+fn visit(
+    counts: &mut [i64; 3],
+    totals: &mut [i64; 3],
+    last: &mut Option<i64>,
+    (t, delta, st): (i64, i8, u8),
+) {
+    if let Some(l) = *last {
+        if t > l {
+            if let Some(i) = counts.iter().position(|&c| c > 0) {
+                totals[i] += t - l;
+            }
+        }
+    }
+    counts[usize::from(st)] += i64::from(delta);
+    *last = Some(t);
+}
+
+/// [`Partition`] of intervals given all at once (tests).
+#[cfg(test)]
+fn partition(intervals: impl Iterator<Item = (i64, i64, u8)> + Clone) -> [i64; 3] {
+    let nonempty = intervals.clone().filter(|(s, e, _)| e > s);
+    let lo = nonempty.clone().map(|i| i.0).min().unwrap_or(0);
+    let hi = nonempty.map(|i| i.1).max().unwrap_or(0);
+    let mut p = Partition::new(lo, hi);
+    for (s, e, st) in intervals {
+        p.push(s, e, st);
+    }
+    p.finish()
+}
+
+/// The total length of the union of [start, end) intervals that come in
+/// order of their starts.
+#[derive(Debug, Default)]
+struct Union {
+    cur: Option<(i64, i64)>,
+    total: i64,
+}
+
+impl Union {
+    fn add(&mut self, s: i64, e: i64) {
+        if e <= s {
+            return;
+        }
+        match self.cur {
+            Some((cs, ce)) if s <= ce => self.cur = Some((cs, ce.max(e))),
+            Some((cs, ce)) => {
+                self.total += ce - cs;
+                self.cur = Some((s, e));
+            }
+            None => self.cur = Some((s, e)),
+        }
+    }
+
+    fn total(&self) -> i64 {
+        self.total + self.cur.map_or(0, |(cs, ce)| ce - cs)
+    }
 }
 
 fn ms(ns: i64) -> f64 {
@@ -212,40 +295,73 @@ pub(crate) struct RttFloors {
     pub turnaround_ms: Option<f64>,
 }
 
-impl RttFloors {
-    /// From one connection's facts, in any order.
-    pub(crate) fn of(txs: &[TxFacts]) -> Self {
-        RttFloors {
-            server_ms: server_floor_ms(txs),
-            turnaround_ms: turnaround_floor_ms(txs),
+/// [`RttFloors`] from a connection's requests, read in request order
+/// (`release`: see `in_order`).
+#[derive(Debug)]
+pub(crate) struct FloorsScan {
+    requests: usize,
+    server: (usize, f64),
+    /// Requests' starts (kind 0) and replies' ends (kind 1): a reply's
+    /// turnaround ends at the first start after it (starts first at equal
+    /// times, so "after" is strict).
+    points: InOrder<(i64, u8)>,
+    /// Replies' ends not followed by a start yet: how many, the latest.
+    pending: (usize, i64),
+    turnaround: (usize, i64),
+}
+
+impl Default for FloorsScan {
+    fn default() -> Self {
+        FloorsScan {
+            requests: 0,
+            server: (0, f64::INFINITY),
+            points: InOrder::default(),
+            pending: (0, 0),
+            turnaround: (0, i64::MAX),
         }
     }
 }
 
-fn server_floor_ms(txs: &[TxFacts]) -> Option<f64> {
-    let (n, min) = txs
-        .iter()
-        .filter_map(|t| t.server_time_ns().map(ms))
-        .filter(|v| *v >= 0.0)
-        .fold((0usize, f64::INFINITY), |(n, m), v| (n + 1, m.min(v)));
-    (n >= 3).then_some(min)
-}
-
-fn turnaround_floor_ms(txs: &[TxFacts]) -> Option<f64> {
-    if txs.len() < 4 {
-        return None;
+impl FloorsScan {
+    pub(crate) fn add(&mut self, t: &TxFacts, release: bool) {
+        self.requests += 1;
+        if let Some(v) = t.server_time_ns().map(ms).filter(|v| *v >= 0.0) {
+            self.server = (self.server.0 + 1, self.server.1.min(v));
+        }
+        if release && self.points.due() {
+            let mut points = std::mem::take(&mut self.points);
+            points.release((t.req_first_ts, 0), |p| self.visit(p));
+            self.points = points;
+        }
+        self.points.push((t.req_first_ts, 0));
+        if let Some(r) = t.reply() {
+            self.points.push((r.last_ts, 1));
+        }
     }
-    let mut starts: Vec<i64> = txs.iter().map(|t| t.req_first_ts).collect();
-    starts.sort_unstable();
-    let (n, min) = txs
-        .iter()
-        .filter_map(|t| t.reply().map(|r| r.last_ts))
-        .filter_map(|end| {
-            let i = starts.partition_point(|&s| s <= end);
-            starts.get(i).map(|&s| s - end)
-        })
-        .fold((0usize, i64::MAX), |(n, m), gap| (n + 1, m.min(gap)));
-    (n >= 3).then(|| ms(min))
+
+    fn visit(&mut self, (t, kind): (i64, u8)) {
+        if kind == 1 {
+            self.pending = (self.pending.0 + 1, t);
+        } else if self.pending.0 > 0 {
+            let gap = t - self.pending.1;
+            self.turnaround = (
+                self.turnaround.0 + self.pending.0,
+                self.turnaround.1.min(gap),
+            );
+            self.pending.0 = 0;
+        }
+    }
+
+    pub(crate) fn finish(mut self) -> RttFloors {
+        let points = std::mem::take(&mut self.points);
+        points.finish(|p| self.visit(p));
+        let (n, min) = self.server;
+        let (tn, tmin) = self.turnaround;
+        RttFloors {
+            server_ms: (n >= 3).then_some(min),
+            turnaround_ms: (self.requests >= 4 && tn >= 3).then(|| ms(tmin)),
+        }
+    }
 }
 
 /// Round trips from the capture point to the client and to the server (ms)
@@ -283,21 +399,17 @@ fn side_rtts(
 }
 
 /// (max outstanding, share of busy time at it, mean outstanding while busy)
-/// from the requests themselves (when the concurrency analysis has no row).
-fn outstanding_stats(txs: &[&TxFacts]) -> (u32, f64, f64) {
-    let mut points: Vec<(i64, i32)> = Vec::with_capacity(txs.len() * 2);
-    for t in txs {
-        let end = t.reply().map_or(t.req_first_ts, |r| r.first_ts);
-        if end > t.req_first_ts {
-            points.push((t.req_first_ts, 1));
-            points.push((end, -1));
-        }
-    }
-    points.sort_unstable();
+/// from the requests themselves (when the concurrency analysis has no row):
+/// the answered storage requests, by start (`release`: see `in_order`).
+pub(crate) fn outstanding_stats(
+    txs: impl Iterator<Item = TxFacts>,
+    release: bool,
+) -> (u32, f64, f64) {
+    let mut points: InOrder<(i64, i32)> = InOrder::default();
     let mut level = 0i32;
     let mut last: Option<i64> = None;
     let mut time_at: HashMap<i32, i64> = HashMap::new();
-    for (t, d) in points {
+    let mut visit = |(t, d): (i64, i32)| {
         if let Some(l) = last {
             if t > l && level > 0 {
                 *time_at.entry(level).or_default() += t - l;
@@ -305,7 +417,18 @@ fn outstanding_stats(txs: &[&TxFacts]) -> (u32, f64, f64) {
         }
         level += d;
         last = Some(t);
+    };
+    for t in txs {
+        if release && points.due() {
+            points.release((t.req_first_ts, i32::MIN), &mut visit);
+        }
+        let end = t.reply().map_or(t.req_first_ts, |r| r.first_ts);
+        if end > t.req_first_ts {
+            points.push((t.req_first_ts, 1));
+            points.push((end, -1));
+        }
     }
+    points.finish(&mut visit);
     let Some(&k) = time_at.keys().max() else {
         return (0, 0.0, 0.0);
     };
@@ -363,179 +486,207 @@ impl Slowest {
     }
 }
 
-fn profile(
-    stream: u32,
-    all: &[&TxFacts],
-    floors: RttFloors,
-    names: &Names,
-    tcp: &TcpAnalysis,
-    convs: &ConversationTable,
-    conc: Option<&crate::concurrency::ConnConcurrency>,
-) -> Option<TimeProfile> {
-    let storage: Vec<&TxFacts> = all
-        .iter()
-        .copied()
-        .filter(|t| is_storage(names.protocol(t)))
-        .collect();
-    let txs: Vec<&TxFacts> = storage
-        .iter()
-        .copied()
-        .filter(|t| t.reply().is_some())
-        .collect();
-    if txs.is_empty() {
-        return None;
+/// One connection's time profile, swept as its NFS/SMB requests come, by
+/// start (`release`: see `in_order`): [`ProfileSweep::add`] each, then
+/// [`ProfileSweep::finish`].
+pub(crate) struct ProfileSweep<'a> {
+    names: &'a Names,
+    release: bool,
+    p: TimeProfile,
+    /// Half round trips (ns), client side and server side.
+    a: i64,
+    b: i64,
+    srv_rtt: f64,
+    span: Option<(i64, i64)>,
+    outstanding: Union,
+    data_spans: Union,
+    processing: Vec<f64>,
+    srts: Vec<f64>,
+    by_op: Vec<(u32, f64)>,
+    by_file: HashMap<u32, (usize, f64)>,
+    slow: Slowest,
+    all: Partition,
+    data: Partition,
+}
+
+impl<'a> ProfileSweep<'a> {
+    /// For a connection whose requests' times lie within [`lo`, `hi`].
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        stream: u32,
+        (lo, hi): (i64, i64),
+        floors: RttFloors,
+        names: &'a Names,
+        tcp: &TcpAnalysis,
+        convs: &ConversationTable,
+        release: bool,
+    ) -> Self {
+        let (cli_rtt, srv_rtt, source) = side_rtts(stream, floors, tcp, convs);
+        // Half round trips, truncated as the Python reference does.
+        let a = (cli_rtt * 1e6 / 2.0) as i64;
+        let b = (srv_rtt * 1e6 / 2.0) as i64;
+        // Every point of a request lies within a half round trip of its times.
+        let margin = a.max(b);
+        let (lo, hi) = (lo.saturating_sub(margin), hi.saturating_add(margin));
+        ProfileSweep {
+            names,
+            release,
+            p: TimeProfile {
+                stream,
+                client_rtt_ms: cli_rtt,
+                server_rtt_ms: srv_rtt,
+                rtt_source: source,
+                ..Default::default()
+            },
+            a,
+            b,
+            srv_rtt,
+            span: None,
+            outstanding: Union::default(),
+            data_spans: Union::default(),
+            processing: Vec::new(),
+            srts: Vec::new(),
+            by_op: Vec::new(),
+            by_file: HashMap::new(),
+            slow: Slowest::default(),
+            all: Partition::new(lo, hi),
+            data: Partition::new(lo, hi),
+        }
     }
-    let (cli_rtt, srv_rtt, source) = side_rtts(stream, floors, tcp, convs);
-    // Half round trips, truncated as the Python reference does.
-    let a = (cli_rtt * 1e6 / 2.0) as i64;
-    let b = (srv_rtt * 1e6 / 2.0) as i64;
-    let mut p = TimeProfile {
-        stream,
-        transactions: storage.len() as u64,
-        answered: txs.len() as u64,
-        client_rtt_ms: cli_rtt,
-        server_rtt_ms: srv_rtt,
-        rtt_source: source,
-        ..Default::default()
-    };
-    let mut outstanding = Vec::with_capacity(txs.len());
-    let mut data_spans = Vec::new();
-    let mut processing = Vec::with_capacity(txs.len());
-    let mut by_op: Vec<(u32, f64)> = Vec::new();
-    let mut by_file: HashMap<u32, (usize, f64)> = HashMap::new();
-    let mut slow = Slowest::default();
-    let mut protocols: Vec<&'static str> = Vec::new();
-    for t in &txs {
-        let Some(r) = t.reply() else { continue };
+
+    /// Add one NFS/SMB request (answered or not), in order of starts.
+    pub(crate) fn add(&mut self, t: &TxFacts) {
+        let (names, p, a, b) = (self.names, &mut self.p, self.a, self.b);
+        p.transactions += 1;
+        if p.first_frames.len() < FIRST_FRAMES {
+            p.first_frames.push(t.req_first_frame);
+        }
+        let Some(r) = t.reply() else { return };
+        p.answered += 1;
         let (rq, rq_last) = (t.req_first_ts, t.req_last_ts);
+        if self.release {
+            // No point of this request or a later one lies before rq - a.
+            self.all.release(rq - a);
+            self.data.release(rq - a);
+        }
         let span = (rq - a, r.last_ts + a);
-        outstanding.push(span);
-        let proc = (ms(r.first_ts - rq_last) - srv_rtt).max(0.0);
-        processing.push(proc);
-        match by_op.iter_mut().find(|(k, _)| *k == t.op) {
+        self.span = Some(match self.span {
+            Some((lo, hi)) => (lo.min(span.0), hi.max(span.1)),
+            None => span,
+        });
+        self.outstanding.add(span.0, span.1);
+        let proc = (ms(r.first_ts - rq_last) - self.srv_rtt).max(0.0);
+        self.processing.push(proc);
+        match self.by_op.iter_mut().find(|(k, _)| *k == t.op) {
             Some(e) => e.1 += proc,
-            None => by_op.push((t.op, proc)),
+            None => self.by_op.push((t.op, proc)),
         }
         if let Some(f) = t.file() {
-            let n = by_file.len();
-            by_file.entry(f).or_insert((n, 0.0)).1 += proc;
+            let n = self.by_file.len();
+            self.by_file.entry(f).or_insert((n, 0.0)).1 += proc;
         }
-        slow.push(proc, t.req_first_frame);
+        self.slow.push(proc, t.req_first_frame);
         let reply_bytes = t.reply_bytes().unwrap_or(0);
         p.data_bytes += t.req_bytes + reply_bytes;
-        if names.is_data_op(t) {
+        let data = names.is_data_op(t);
+        if data {
             p.io_requests += 1;
             p.io_bytes += match t.count() {
                 Some(c) if c > 0 => c,
                 _ => t.req_bytes + reply_bytes,
             };
-            data_spans.push(span);
+            self.data_spans.add(span.0, span.1);
         } else {
             p.metadata_requests += 1;
         }
         let protocol = names.protocol(t);
-        if !protocols.contains(&protocol) {
-            protocols.push(protocol);
+        if !p.protocols.contains(&protocol) {
+            p.protocols.push(protocol);
         }
-    }
-    // Each request's moments: transferring (request and reply bytes on the
-    // wire), at the server (between them, less the server-side half round
-    // trip), in the network (the client-side half round trips around it).
-    // Built twice rather than kept (a connection may hold many requests).
-    let four = |t: &&TxFacts| {
-        let r = t.reply()?;
-        let (rq, rq_last) = (t.req_first_ts, t.req_last_ts);
-        Some([
+        // The request's moments: transferring (request and reply bytes on
+        // the wire), at the server (between them, less the server-side half
+        // round trip), in the network (the client-side half round trips
+        // around it).
+        for (s, e, st) in [
             (rq, rq_last, 0u8),
             (r.first_ts, r.last_ts, 0),
             (rq_last + b, r.first_ts - b, 1),
             (rq - a, r.last_ts + a, 2),
-        ])
-    };
-    let mut points = Vec::with_capacity(txs.len() * 8);
-    p.ns = partition(&mut points, || txs.iter().filter_map(four).flatten());
-    let data = || {
-        txs.iter()
-            .filter(|t| names.is_data_op(t))
-            .filter_map(four)
-            .flatten()
-    };
-    p.data_ns = partition(&mut points, data);
-    drop(points);
-    let lo = outstanding.iter().map(|s| s.0).min().unwrap_or(0);
-    let hi = outstanding.iter().map(|s| s.1).max().unwrap_or(0);
-    p.span_ns = (hi - lo).max(1);
-    p.outstanding_ns = union_ns(&mut outstanding);
-    p.metadata_only_ns = (p.outstanding_ns - union_ns(&mut data_spans)).max(0);
-    processing.sort_unstable_by(f64::total_cmp);
-    p.processing_median_ms = median(&processing);
-    p.processing_p90_ms = processing
-        .get((0.9 * (processing.len() - 1) as f64) as usize)
-        .copied()
-        .unwrap_or(0.0);
-    // The concurrency analysis's figures where it has them; the requests'
-    // own sweep only when it lacks one.
-    let lacking = conc.is_none_or(|c| c.max_outstanding == 0 || c.mean_outstanding_busy == 0.0);
-    let (mut k, mut at_max, mut mean_busy) = if lacking {
-        outstanding_stats(&txs)
-    } else {
-        (0, 0.0, 0.0)
-    };
-    if let Some(c) = conc {
-        if c.max_outstanding > 0 {
-            k = c.max_outstanding;
+        ] {
+            self.all.push(s, e, st);
+            if data {
+                self.data.push(s, e, st);
+            }
         }
-        at_max = c.at_max_fraction;
-        if c.mean_outstanding_busy != 0.0 {
-            mean_busy = c.mean_outstanding_busy;
+        if let Some(srt) = t.srt_ns() {
+            self.srts.push(ms(srt));
         }
     }
-    p.max_outstanding = k;
-    p.at_max_fraction = at_max;
-    p.mean_outstanding_busy = mean_busy;
-    p.slow_frames = slow.frames();
-    p.by_op = by_op
-        .into_iter()
-        .map(|(op, v)| (names.ops.name(op).to_string(), v))
-        .collect();
-    let mut files: Vec<(usize, u32, f64)> =
-        by_file.into_iter().map(|(f, (i, v))| (i, f, v)).collect();
-    files.sort_unstable_by(|x, y| y.2.total_cmp(&x.2).then(x.0.cmp(&y.0)));
-    p.by_file = files
-        .into_iter()
-        .take(TOP_FILES)
-        .map(|(_, f, v)| (names.files.name(f).to_string(), v))
-        .collect();
-    protocols.sort_unstable();
-    p.protocols = protocols;
-    let mut srts: Vec<f64> = txs.iter().filter_map(|t| t.srt_ns().map(ms)).collect();
-    srts.sort_unstable_by(f64::total_cmp);
-    p.response_median_ms = srts.get(srts.len() / 2).copied().unwrap_or(0.0);
-    p.first_frames = storage
-        .iter()
-        .take(FIRST_FRAMES)
-        .map(|t| t.req_first_frame)
-        .collect();
-    Some(p)
-}
 
-/// The profile of one TCP connection from its facts in request order (none
-/// without answered NFS/SMB requests); `conc` are the connection's rows of
-/// the concurrency analysis (the last storage one is used, as the rules'
-/// reading does).
-pub(crate) fn stream_profile(
-    stream: u32,
-    txs: &[TxFacts],
-    floors: RttFloors,
-    names: &Names,
-    tcp: &TcpAnalysis,
-    convs: &ConversationTable,
-    conc: &[crate::concurrency::ConnConcurrency],
-) -> Option<TimeProfile> {
-    let mut refs: Vec<&TxFacts> = txs.iter().collect();
-    refs.sort_by_key(|t| t.req_first_ts);
-    let conc = conc.iter().rfind(|c| is_storage(c.protocol));
-    profile(stream, &refs, floors, names, tcp, convs, conc)
+    /// The profile (none without answered requests). `conc` is the
+    /// connection's concurrency row for its storage protocol, if any;
+    /// `own_stats` sweeps the requests again for the outstanding figures
+    /// when that row lacks them.
+    pub(crate) fn finish(
+        self,
+        conc: Option<&crate::concurrency::ConnConcurrency>,
+        own_stats: impl FnOnce() -> (u32, f64, f64),
+    ) -> Option<TimeProfile> {
+        let mut p = self.p;
+        let (lo, hi) = self.span?;
+        p.ns = self.all.finish();
+        p.data_ns = self.data.finish();
+        p.span_ns = (hi - lo).max(1);
+        p.outstanding_ns = self.outstanding.total();
+        p.metadata_only_ns = (p.outstanding_ns - self.data_spans.total()).max(0);
+        let mut processing = self.processing;
+        processing.sort_unstable_by(f64::total_cmp);
+        p.processing_median_ms = median(&processing);
+        p.processing_p90_ms = processing
+            .get((0.9 * (processing.len() - 1) as f64) as usize)
+            .copied()
+            .unwrap_or(0.0);
+        drop(processing);
+        // The concurrency analysis's figures where it has them; the requests'
+        // own sweep only when it lacks one.
+        let lacking = conc.is_none_or(|c| c.max_outstanding == 0 || c.mean_outstanding_busy == 0.0);
+        let (mut k, mut at_max, mut mean_busy) = if lacking { own_stats() } else { (0, 0.0, 0.0) };
+        if let Some(c) = conc {
+            if c.max_outstanding > 0 {
+                k = c.max_outstanding;
+            }
+            at_max = c.at_max_fraction;
+            if c.mean_outstanding_busy != 0.0 {
+                mean_busy = c.mean_outstanding_busy;
+            }
+        }
+        p.max_outstanding = k;
+        p.at_max_fraction = at_max;
+        p.mean_outstanding_busy = mean_busy;
+        p.slow_frames = self.slow.frames();
+        let names = self.names;
+        p.by_op = self
+            .by_op
+            .into_iter()
+            .map(|(op, v)| (names.ops.name(op).to_string(), v))
+            .collect();
+        let mut files: Vec<(usize, u32, f64)> = self
+            .by_file
+            .into_iter()
+            .map(|(f, (i, v))| (i, f, v))
+            .collect();
+        files.sort_unstable_by(|x, y| y.2.total_cmp(&x.2).then(x.0.cmp(&y.0)));
+        p.by_file = files
+            .into_iter()
+            .take(TOP_FILES)
+            .map(|(_, f, v)| (names.files.name(f).to_string(), v))
+            .collect();
+        p.protocols.sort_unstable();
+        let mut srts = self.srts;
+        srts.sort_unstable_by(f64::total_cmp);
+        p.response_median_ms = srts.get(srts.len() / 2).copied().unwrap_or(0.0);
+        Some(p)
+    }
 }
 
 /// Names and values of a per-row list as two list columns.
@@ -628,26 +779,37 @@ mod tests {
     #[test]
     fn partition_gives_each_instant_to_the_lowest_state() {
         // transfer 0-10, server 5-20, network 0-30: 10 / 10 / 10.
-        let mut points = Vec::new();
-        let t = partition(&mut points, || {
-            [(0, 10, 0), (5, 20, 1), (0, 30, 2)].into_iter()
-        });
+        let t = partition([(0, 10, 0), (5, 20, 1), (0, 30, 2)].into_iter());
         assert_eq!(t, [10, 10, 10]);
         // Empty and reversed intervals count for nothing.
-        let none = || [(5, 5, 0), (9, 3, 1)].into_iter();
-        assert_eq!(partition(&mut points, none), [0, 0, 0]);
+        assert_eq!(partition([(5, 5, 0), (9, 3, 1)].into_iter()), [0, 0, 0]);
         // Ends come before starts at the same instant; negative times and
         // times too far apart to pack give the same answer.
-        let touching = || [(-20, -10, 1), (-10, 0, 0), (0, 5, 2)].into_iter();
-        assert_eq!(partition(&mut points, touching), [10, 10, 5]);
-        let far = || {
-            [
-                (i64::MIN / 2, i64::MIN / 2 + 10, 0),
-                (i64::MAX / 2, i64::MAX / 2 + 7, 1),
-            ]
-            .into_iter()
-        };
-        assert_eq!(partition(&mut points, far), [10, 7, 0]);
+        let touching = [(-20, -10, 1), (-10, 0, 0), (0, 5, 2)];
+        assert_eq!(partition(touching.into_iter()), [10, 10, 5]);
+        let far = [
+            (i64::MIN / 2, i64::MIN / 2 + 10, 0),
+            (i64::MAX / 2, i64::MAX / 2 + 7, 1),
+        ];
+        assert_eq!(partition(far.into_iter()), [10, 7, 0]);
+    }
+
+    /// Intervals added by start and swept as they come give the totals of
+    /// one sweep at the end.
+    #[test]
+    fn partition_released_as_intervals_come() {
+        let intervals: Vec<(i64, i64, u8)> = (0..30_000i64)
+            .map(|i| {
+                let s = i / 4 * 1000;
+                (s, s + (i * 7919) % 50_000, (i % 3) as u8)
+            })
+            .collect();
+        let mut p = Partition::new(0, 30_000 * 1000);
+        for &(s, e, st) in &intervals {
+            p.release(s);
+            p.push(s, e, st);
+        }
+        assert_eq!(p.finish(), partition(intervals.iter().copied()));
     }
 
     #[test]

@@ -103,12 +103,16 @@ impl Names {
 /// every connection keeps one partly filled in memory.
 const BLOCK: usize = 128;
 
+/// Request order of a fact ([`TxFacts::order`]).
+type Order = (u64, u64, u64);
+
 /// One connection's facts (or a UDP endpoint pair's, under stream 0): the
-/// newest in memory, older ones in compressed blocks in the spill.
+/// newest in memory, older ones in compressed blocks in the spill, each
+/// block sorted in request order and listed with its first (smallest) key.
 #[derive(Debug, Default)]
 struct StreamFacts {
     tail: Vec<TxFacts>,
-    blocks: Vec<Packed>,
+    blocks: Vec<(Order, Packed)>,
 }
 
 /// Every transaction's facts, by connection, and the names they use. The
@@ -138,8 +142,12 @@ impl Facts {
         let s = self.streams.entry((!fact.tcp(), fact.stream)).or_default();
         s.tail.push(fact);
         if s.tail.len() >= BLOCK {
+            // Sorted, so that a connection reads back as a merge of sorted
+            // blocks (see `FactsIter`); facts are added about in request
+            // order (as replies come), so the blocks barely overlap.
+            s.tail.sort_unstable_by_key(TxFacts::order);
             if let Some(block) = self.spill.put_packed(&s.tail) {
-                s.blocks.push(block);
+                s.blocks.push((s.tail[0].order(), block));
                 s.tail.clear();
             }
             // (Not encodable: never in practice; the tail keeps them.)
@@ -218,24 +226,110 @@ impl Facts {
     }
 
     /// One connection's facts in request order (empty for an unknown key).
-    /// Several threads may read connections at once.
+    #[cfg(test)]
     pub fn stream(&self, key: (bool, u32)) -> Vec<TxFacts> {
-        let Some(s) = self.streams.get(&key) else {
-            return Vec::new();
-        };
-        let mut txs = Vec::with_capacity(s.blocks.len() * BLOCK + s.tail.len());
-        for block in &s.blocks {
-            // The facts wrote these bytes themselves: a block that does
-            // not read back is a bug, which must not drop requests.
-            let block: Vec<TxFacts> = self
-                .spill
-                .get_packed(*block)
-                .unwrap_or_else(|| panic!("a block of request facts does not read back (a bug)"));
-            txs.extend(block);
+        self.iter(key).collect()
+    }
+
+    /// One connection's facts in request order, read from the spill as
+    /// they are needed (empty for an unknown key). Several threads may read
+    /// connections at once.
+    pub fn iter(&self, key: (bool, u32)) -> FactsIter<'_> {
+        let mut runs = Vec::new();
+        if let Some(s) = self.streams.get(&key) {
+            runs.reserve(s.blocks.len() + 1);
+            runs.extend(s.blocks.iter().map(|&(first, b)| (first, Run::Packed(b))));
+            let mut tail = s.tail.clone();
+            tail.sort_unstable_by_key(TxFacts::order);
+            if let Some(first) = tail.first() {
+                runs.push((first.order(), Run::Open(tail.into_iter())));
+            }
         }
-        txs.extend_from_slice(&s.tail);
-        txs.sort_unstable_by_key(TxFacts::order);
-        txs
+        // By first key, so that a run is opened only when its turn comes.
+        runs.sort_unstable_by_key(|r| r.0);
+        FactsIter {
+            facts: self,
+            runs,
+            next_run: 0,
+            open: std::collections::BinaryHeap::new(),
+            heads: Vec::new(),
+        }
+    }
+}
+
+/// A sorted run of one connection's facts: a block still in the spill, or
+/// one being read.
+#[derive(Debug)]
+enum Run {
+    Packed(Packed),
+    Open(std::vec::IntoIter<TxFacts>),
+}
+
+/// [`Facts::iter`]: a merge of the connection's sorted runs that opens
+/// (decompresses) a run only when its first key comes up and lets it go when
+/// it is read out, so that only the runs that overlap the current position
+/// are in memory: a few, as runs barely overlap (a request answered much
+/// later keeps its run open until then).
+pub(crate) struct FactsIter<'a> {
+    facts: &'a Facts,
+    /// Runs by first key; those before `next_run` were opened.
+    runs: Vec<(Order, Run)>,
+    next_run: usize,
+    /// (key of the run's next fact, index into `heads`), smallest on top.
+    open: std::collections::BinaryHeap<std::cmp::Reverse<(Order, usize)>>,
+    /// Open runs: their next fact and the rest.
+    heads: Vec<(TxFacts, std::vec::IntoIter<TxFacts>)>,
+}
+
+impl FactsIter<'_> {
+    fn open_next(&mut self) {
+        let run = std::mem::replace(
+            &mut self.runs[self.next_run].1,
+            Run::Open(Vec::new().into_iter()),
+        );
+        self.next_run += 1;
+        let mut facts = match run {
+            // The facts wrote these bytes themselves: a block that does not
+            // read back is a bug, which must not drop requests.
+            Run::Packed(p) => self
+                .facts
+                .spill
+                .get_packed::<Vec<TxFacts>>(p)
+                .unwrap_or_else(|| panic!("a block of request facts does not read back (a bug)"))
+                .into_iter(),
+            Run::Open(it) => it,
+        };
+        if let Some(first) = facts.next() {
+            self.open
+                .push(std::cmp::Reverse((first.order(), self.heads.len())));
+            self.heads.push((first, facts));
+        }
+    }
+}
+
+impl Iterator for FactsIter<'_> {
+    type Item = TxFacts;
+
+    fn next(&mut self) -> Option<TxFacts> {
+        // Open every run whose first key comes before the smallest open one.
+        while let Some((first, _)) = self.runs.get(self.next_run) {
+            match self.open.peek() {
+                Some(std::cmp::Reverse((top, _))) if top < first => break,
+                _ => self.open_next(),
+            }
+        }
+        let std::cmp::Reverse((_, i)) = self.open.pop()?;
+        let (head, rest) = &mut self.heads[i];
+        let out = *head;
+        match rest.next() {
+            Some(next) => {
+                *head = next;
+                self.open.push(std::cmp::Reverse((next.order(), i)));
+            }
+            // Read out: its memory goes now (the slot stays, empty).
+            None => *rest = Vec::new().into_iter(),
+        }
+        Some(out)
     }
 }
 
