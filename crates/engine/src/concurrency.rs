@@ -129,7 +129,7 @@ impl ConcurrencyResult {
         for (i, t) in all.iter().enumerate() {
             let p = names.protocol(t);
             let scan = scans.entry(p).or_insert_with(|| ProtocolScan::new(p));
-            scan.add(i as u64, t, false);
+            scan.add(i as u64, t, None);
         }
         let mut sweeps: BTreeMap<&'static str, ProtocolSweep> = scans
             .into_iter()
@@ -142,7 +142,7 @@ impl ConcurrencyResult {
             .collect();
         for (i, t) in all.iter().enumerate() {
             if let Some(sw) = sweeps.get_mut(names.protocol(t)) {
-                sw.add(i as u64, t, false);
+                sw.add(i as u64, t, None);
             }
         }
         for sw in sweeps.into_values() {
@@ -199,23 +199,22 @@ impl ProtocolScan {
         }
     }
 
-    /// Add request number `i`, in request order. With `release`, no
-    /// request to come starts before it or ends before it starts (see
-    /// `in_order`), so completed points are swept now.
-    pub(crate) fn add(&mut self, i: u64, t: &TxFacts, release: bool) {
+    /// Add request number `i`, in request order. `bound`: no time of this
+    /// request or a later one lies before it (see `in_order`), so points
+    /// before it are swept now (None: everything waits for the end).
+    pub(crate) fn add(&mut self, i: u64, t: &TxFacts, bound: Option<i64>) {
         let done = t.reply().map_or(t.req_last_ts, |r| r.last_ts);
         self.end = Some(self.end.map_or(done, |e| e.max(done)));
         if !self.smb {
             return;
         }
         self.saw_negotiate |= t.negotiate();
-        if release && self.credits.due() {
+        if let Some(bound) = bound.filter(|_| self.credits.due()) {
             let (balance, lowest) = (&mut self.balance, &mut self.lowest);
-            self.credits
-                .release((t.req_first_ts, i8::MIN, 0, 0, 0), |e| {
-                    *balance += e.4 - e.3;
-                    *lowest = (*lowest).min(*balance);
-                });
+            self.credits.release((bound, i8::MIN, 0, 0, 0), |e| {
+                *balance += e.4 - e.3;
+                *lowest = (*lowest).min(*balance);
+            });
         }
         self.credits.push((t.req_first_ts, 1, i, charge(t), 0));
         match t.reply() {
@@ -311,12 +310,12 @@ impl ProtocolSweep {
         }
     }
 
-    /// Add request number `i`, in request order (`release`: as for
+    /// Add request number `i`, in request order (`bound`: as for
     /// [`ProtocolScan::add`]).
-    pub(crate) fn add(&mut self, i: u64, t: &TxFacts, release: bool) {
-        if release && self.events.due() {
+    pub(crate) fn add(&mut self, i: u64, t: &TxFacts, bound: Option<i64>) {
+        if let Some(bound) = bound.filter(|_| self.events.due()) {
             let mut events = std::mem::take(&mut self.events);
-            events.release((t.req_first_ts, i8::MIN, 0, 0, 0), |e| self.step(e));
+            events.release((bound, i8::MIN, 0, 0, 0), |e| self.step(e));
             self.events = events;
         }
         let smb = self.smb;

@@ -3,22 +3,24 @@
 //! and its unanswered requests, from its request facts read back from the
 //! spill in request order.
 //!
-//! The facts are read twice and never held all at once: a first reading
-//! gathers what the sweeps must know before they start (the round-trip
-//! floors the time profile's half round trips come from, where unanswered
-//! requests end, the SMB2 credit balance before the capture) and the
-//! summary row; the second sweeps concurrency and time profile. Each sweep
-//! keeps only what is outstanding (see `in_order`), so memory is about 16
-//! bytes a request (the processing and response times, kept for exact
-//! medians) instead of the connection's every fact: a capture of one long
-//! copy is one connection with millions of requests.
-//!
-//! The sweeps release points early only when the connection's times keep
-//! the order they rely on: requests come by start, and nothing of a request
-//! lies before its start. When they do not (a clock step inside the
-//! capture), the first reading says so, and the connection is digested the
-//! way it always was: all its facts in memory, every sweep sorting at the
-//! end. Both ways give the same tables (tests below).
+//! The facts are never held all at once; they are read three times. The
+//! first reading measures how far the connection's times stray from request
+//! order: how far a request's times lie before its start (a request whose
+//! first segment was retransmitted), and how far a start lies before an
+//! earlier request's (a clock step back). The second gathers what the
+//! sweeps must know before they start (the round-trip floors the time
+//! profile's half round trips come from, where unanswered requests end, the
+//! SMB2 credit balance before the capture) and the summary row; the third
+//! sweeps concurrency and time profile. Each sweep turns requests into time
+//! points that it must visit in time order, and with those two distances
+//! it knows, at each request, a time no later point can come before: it
+//! sorts and visits the points before it now and then and keeps only the
+//! rest (see `in_order`). Memory is then what is outstanding plus 16 bytes
+//! a request (processing and response times, kept for exact medians)
+//! instead of every fact of the connection: a capture of one long copy is
+//! one connection with millions of requests. The order visited is a full
+//! sort's, so the tables are those of sorting everything at the end (tests
+//! below).
 
 use std::collections::BTreeMap;
 
@@ -49,6 +51,12 @@ pub(crate) struct Inputs<'a> {
 
 /// The digest of connection `key` (see [`Facts::stream_keys`]).
 pub(crate) fn digest(key: (bool, u32), inputs: &Inputs<'_>) -> StreamDigest {
+    digest_with(key, inputs, true)
+}
+
+/// [`digest`]; without `release`, every sweep keeps its points to the end
+/// and sorts them all then (tests: the reference the releases must match).
+fn digest_with(key: (bool, u32), inputs: &Inputs<'_>, release: bool) -> StreamDigest {
     let (udp, stream) = key;
     let facts = inputs.facts;
     if udp {
@@ -58,26 +66,74 @@ pub(crate) fn digest(key: (bool, u32), inputs: &Inputs<'_>) -> StreamDigest {
             ..Default::default()
         };
     }
-    let scan = Scan::run(stream, facts.iter(key), &facts.names, true);
-    if scan.ordered {
-        return sweep(stream, scan, inputs, || facts.iter(key), None);
+    let order = release.then(|| Disorder::of(facts.iter(key)));
+    let scan = Scan::run(stream, facts.iter(key), &facts.names, order);
+    sweep(stream, scan, inputs, || facts.iter(key), order)
+}
+
+/// How far a connection's times stray from request order (ns).
+#[derive(Debug, Clone, Copy, Default)]
+struct Disorder {
+    /// Most a request's time lies before its own start.
+    late: i64,
+    /// Most a start lies before an earlier request's start.
+    back: i64,
+}
+
+impl Disorder {
+    fn of(facts: impl Iterator<Item = TxFacts>) -> Self {
+        let mut d = Disorder::default();
+        let mut latest = i64::MIN;
+        for t in facts {
+            let rq = t.req_first_ts;
+            d.late = d.late.max(rq.saturating_sub(earliest(&t)));
+            latest = latest.max(rq);
+            d.back = d.back.max(latest.saturating_sub(rq));
+        }
+        d
     }
-    in_memory(stream, key, inputs)
 }
 
-/// The digest with every fact in memory and no point released early (the
-/// way for times out of order).
-fn in_memory(stream: u32, key: (bool, u32), inputs: &Inputs<'_>) -> StreamDigest {
-    let facts = inputs.facts;
-    let all: Vec<TxFacts> = facts.iter(key).collect();
-    let scan = Scan::run(stream, all.iter().copied(), &facts.names, false);
-    sweep(stream, scan, inputs, || all.iter().copied(), Some(&all))
+/// The earliest time of a request and its reply.
+fn earliest(t: &TxFacts) -> i64 {
+    let rq = t.req_first_ts.min(t.req_last_ts);
+    t.reply().map_or(rq, |r| rq.min(r.first_ts).min(r.last_ts))
 }
 
-/// The first reading of a connection's facts.
+/// Where each request stands in its connection's order: before request
+/// `i` (in request order) is added, no time of it or a later request lies
+/// before `points()`, and no later start before `starts()`.
+#[derive(Clone, Copy)]
+struct Bounds {
+    disorder: Option<Disorder>,
+    latest: i64,
+}
+
+impl Bounds {
+    fn new(disorder: Option<Disorder>) -> Self {
+        Bounds {
+            disorder,
+            latest: i64::MIN,
+        }
+    }
+
+    fn next(&mut self, t: &TxFacts) {
+        self.latest = self.latest.max(t.req_first_ts);
+    }
+
+    fn points(&self) -> Option<i64> {
+        let d = self.disorder?;
+        Some(self.latest.saturating_sub(d.back).saturating_sub(d.late))
+    }
+
+    fn starts(&self) -> Option<i64> {
+        let d = self.disorder?;
+        Some(self.latest.saturating_sub(d.back))
+    }
+}
+
+/// The second reading of a connection's facts.
 struct Scan {
-    /// Requests came by start, and nothing of one lay before its start.
-    ordered: bool,
     summary: StreamSummary,
     protocols: BTreeMap<&'static str, ScanResult>,
     unanswered: Vec<TxFacts>,
@@ -86,46 +142,35 @@ struct Scan {
 }
 
 impl Scan {
-    /// Read `facts` (in request order); `release`: let the sweeps release
-    /// points early while the times keep their order.
+    /// Read `facts` (in request order).
     fn run(
         stream: u32,
         facts: impl Iterator<Item = TxFacts>,
         names: &Names,
-        release: bool,
+        order: Option<Disorder>,
     ) -> Self {
         let mut summary = SummaryScan::new(stream);
         let mut protocols: BTreeMap<&'static str, ProtocolScan> = BTreeMap::new();
         let mut unanswered = Vec::new();
-        let mut ordered = true;
-        let mut last_start = i64::MIN;
+        let mut at = Bounds::new(order);
         let mut bounds: Option<(i64, i64)> = None;
         for (i, t) in facts.enumerate() {
-            let rq = t.req_first_ts;
-            let reply = t.reply();
-            let (lo, hi) = match reply {
-                Some(r) => (
-                    rq.min(t.req_last_ts).min(r.first_ts).min(r.last_ts),
-                    rq.max(t.req_last_ts).max(r.first_ts).max(r.last_ts),
-                ),
-                None => (rq.min(t.req_last_ts), rq.max(t.req_last_ts)),
-            };
-            ordered &= rq >= last_start && lo == rq;
-            last_start = rq;
+            at.next(&t);
+            let lo = earliest(&t);
+            let hi = t.req_first_ts.max(t.req_last_ts);
+            let hi = t.reply().map_or(hi, |r| hi.max(r.first_ts).max(r.last_ts));
             bounds = Some(bounds.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))));
-            let release = release && ordered;
-            summary.add(&t, names, release);
+            summary.add(&t, names, at.points());
             let p = names.protocol(&t);
             protocols
                 .entry(p)
                 .or_insert_with(|| ProtocolScan::new(p))
-                .add(i as u64, &t, release);
-            if reply.is_none() {
+                .add(i as u64, &t, at.points());
+            if t.reply().is_none() {
                 unanswered.push(t);
             }
         }
         Scan {
-            ordered,
             summary: summary.finish(),
             protocols: protocols
                 .into_iter()
@@ -137,18 +182,16 @@ impl Scan {
     }
 }
 
-/// The second reading: concurrency and time profile. `read` gives the facts
-/// in request order; `all` holds them when the times are out of order (then
-/// nothing is released early, and the profile reads them by start).
+/// The third reading: concurrency and time profile. `read` gives the facts
+/// in request order.
 fn sweep<I: Iterator<Item = TxFacts>>(
     stream: u32,
     scan: Scan,
     inputs: &Inputs<'_>,
     read: impl Fn() -> I,
-    all: Option<&[TxFacts]>,
+    order: Option<Disorder>,
 ) -> StreamDigest {
     let names = &inputs.facts.names;
-    let release = all.is_none();
     let mut sweeps: BTreeMap<&'static str, ProtocolSweep> = scan
         .protocols
         .into_iter()
@@ -161,29 +204,18 @@ fn sweep<I: Iterator<Item = TxFacts>>(
         names,
         inputs.tcp,
         inputs.convs,
-        release,
+        order.map(|d| d.late),
     );
     let storage = |t: &TxFacts| is_storage(names.protocol(t));
-    // The profile reads the storage requests by start (a stable sort: in
-    // request order when the times keep theirs).
-    let by_start: Vec<TxFacts> = match all {
-        Some(all) => {
-            let mut v: Vec<TxFacts> = all.iter().copied().filter(storage).collect();
-            v.sort_by_key(|t| t.req_first_ts);
-            v
-        }
-        None => Vec::new(),
-    };
+    let mut at = Bounds::new(order);
     for (i, t) in read().enumerate() {
+        at.next(&t);
         if let Some(sw) = sweeps.get_mut(names.protocol(&t)) {
-            sw.add(i as u64, &t, release);
+            sw.add(i as u64, &t, at.points());
         }
-        if release && storage(&t) {
-            profile.add(&t);
+        if storage(&t) {
+            profile.add(i as u64, &t, at.starts());
         }
-    }
-    for t in &by_start {
-        profile.add(t);
     }
     let mut d = StreamDigest {
         unanswered: scan.unanswered,
@@ -194,18 +226,16 @@ fn sweep<I: Iterator<Item = TxFacts>>(
     }
     // The last storage row, as the rules read them.
     let conc = d.concurrency.iter().rfind(|c| is_storage(c.protocol));
-    let answered = |t: &TxFacts| storage(t) && t.reply().is_some();
     d.profile = profile.finish(conc, || {
-        if release {
-            outstanding_stats(read().filter(answered), true)
-        } else {
-            outstanding_stats(by_start.iter().copied().filter(answered), false)
-        }
+        let mut at = Bounds::new(order);
+        outstanding_stats(read().filter_map(|t| {
+            at.next(&t);
+            (storage(&t) && t.reply().is_some()).then(|| (t, at.points()))
+        }))
     });
     d.summary = Some(scan.summary);
     d
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -226,7 +256,13 @@ mod tests {
         for i in 0..n {
             let first_ts = start(i);
             let smb = rand(3) == 0;
-            let last_ts = first_ts + rand(3) as i64 * 10_000;
+            // Some requests' first segment was retransmitted: their last
+            // byte was seen before their first.
+            let last_ts = if rand(30) == 0 {
+                first_ts - rand(5_000_000) as i64
+            } else {
+                first_ts + rand(3) as i64 * 10_000
+            };
             let srt = 20_000 + rand(2_000_000) as i64 + if rand(50) == 0 { 30_000_000 } else { 0 };
             let reply = (rand(40) != 0).then(|| PduSpan {
                 first_frame: 3 * i + 2,
@@ -270,7 +306,8 @@ mod tests {
         f
     }
 
-    fn both_ways(f: &Facts) -> (String, String, bool) {
+    /// The digest of connection 5, swept as it comes and sorted at the end.
+    fn both_ways(f: &Facts) -> (String, String, Disorder) {
         let tcp = TcpAnalysis::default();
         let convs = ConversationTable::default();
         let inputs = Inputs {
@@ -280,7 +317,6 @@ mod tests {
             convs: &convs,
         };
         let key = (false, 5);
-        let ordered = Scan::run(5, f.iter(key), &f.names, true).ordered;
         let show = |d: StreamDigest| {
             format!(
                 "{:?}\n{:?}\n{:?}\n{:?}\n{:?}",
@@ -288,39 +324,38 @@ mod tests {
             )
         };
         (
-            show(digest(key, &inputs)),
-            show(in_memory(5, key, &inputs)),
-            ordered,
+            show(digest_with(key, &inputs, true)),
+            show(digest_with(key, &inputs, false)),
+            Disorder::of(f.iter(key)),
         )
     }
 
-    /// Thousands of requests (many releases of every sweep): swept as they
-    /// come back, the tables are those of the digest with every fact in
-    /// memory and every sweep sorted at the end.
+    /// Thousands of requests (many releases of every sweep), some whose
+    /// first segment came late (times before their start): swept as they
+    /// come back, the tables are those of sorting everything at the end.
     #[test]
-    fn streamed_digest_equals_the_one_in_memory() {
+    fn streamed_digest_equals_the_sorted_one() {
         // Up to 8 requests at a time, starts often equal.
         let f = connection(20_000, |i| (i / 3) as i64 * 150_000);
-        let (streamed, in_memory, ordered) = both_ways(&f);
-        assert!(ordered);
+        let (streamed, sorted, order) = both_ways(&f);
+        assert!(order.late > 0 && order.back == 0, "{order:?}");
         assert!(streamed.contains("smb2") && streamed.contains("nfs"));
-        assert_eq!(streamed, in_memory);
+        assert_eq!(streamed, sorted);
     }
 
-    /// A clock step back within the capture: the digest notices, and gives
-    /// what the digest in memory gives.
+    /// A clock step back within the capture: starts out of order too.
     #[test]
-    fn times_out_of_order_are_digested_in_memory() {
+    fn times_out_of_order_give_the_sorted_tables() {
         let f = connection(9_000, |i| {
             let t = i as i64 * 100_000;
-            if i >= 6_000 {
-                t - 400_000_000
+            if i % 3_000 >= 2_000 {
+                t - 150_000_000
             } else {
                 t
             }
         });
-        let (streamed, in_memory, ordered) = both_ways(&f);
-        assert!(!ordered);
-        assert_eq!(streamed, in_memory);
+        let (streamed, sorted, order) = both_ways(&f);
+        assert!(order.back > 0, "{order:?}");
+        assert_eq!(streamed, sorted);
     }
 }

@@ -41,8 +41,7 @@ pub(crate) struct StreamSummary {
     pub metadata_first_frames: Vec<u64>,
 }
 
-/// The row of one TCP connection, from its facts in request order
-/// (`release`: see `in_order`).
+/// The row of one TCP connection, from its facts in request order.
 #[derive(Debug, Default)]
 pub(crate) struct SummaryScan {
     s: StreamSummary,
@@ -60,10 +59,11 @@ impl SummaryScan {
         }
     }
 
-    pub(crate) fn add(&mut self, t: &TxFacts, names: &Names, release: bool) {
+    /// Add the next request (`bound`: see `ProtocolScan::add`).
+    pub(crate) fn add(&mut self, t: &TxFacts, names: &Names, bound: Option<i64>) {
         let s = &mut self.s;
         s.transactions += 1;
-        self.floors.add(t, release);
+        self.floors.add(t, bound);
         let protocol = names.protocol(t);
         if !is_storage(protocol) {
             return;
@@ -100,7 +100,7 @@ impl SummaryScan {
 pub(crate) fn summarize(stream: u32, txs: &[TxFacts], names: &Names) -> StreamSummary {
     let mut scan = SummaryScan::new(stream);
     for t in txs {
-        scan.add(t, names, false);
+        scan.add(t, names, None);
     }
     scan.finish()
 }

@@ -167,7 +167,8 @@ impl Partition {
         let (counts, totals, last) = (&mut self.counts, &mut self.totals, &mut self.last);
         match &mut self.points {
             Points::Packed { lo, waiting } => {
-                if waiting.due() {
+                // (Nothing lies before `lo`.)
+                if waiting.due() && t > *lo {
                     let lo = *lo;
                     let bound = ((t - lo) as u64) << 3;
                     waiting.release(bound, |p| visit(counts, totals, last, unpack(lo, p)));
@@ -295,8 +296,7 @@ pub(crate) struct RttFloors {
     pub turnaround_ms: Option<f64>,
 }
 
-/// [`RttFloors`] from a connection's requests, read in request order
-/// (`release`: see `in_order`).
+/// [`RttFloors`] from a connection's requests, read in request order.
 #[derive(Debug)]
 pub(crate) struct FloorsScan {
     requests: usize,
@@ -323,14 +323,15 @@ impl Default for FloorsScan {
 }
 
 impl FloorsScan {
-    pub(crate) fn add(&mut self, t: &TxFacts, release: bool) {
+    /// Add the next request (`bound`: see `ProtocolScan::add`).
+    pub(crate) fn add(&mut self, t: &TxFacts, bound: Option<i64>) {
         self.requests += 1;
         if let Some(v) = t.server_time_ns().map(ms).filter(|v| *v >= 0.0) {
             self.server = (self.server.0 + 1, self.server.1.min(v));
         }
-        if release && self.points.due() {
+        if let Some(bound) = bound.filter(|_| self.points.due()) {
             let mut points = std::mem::take(&mut self.points);
-            points.release((t.req_first_ts, 0), |p| self.visit(p));
+            points.release((bound, 0), |p| self.visit(p));
             self.points = points;
         }
         self.points.push((t.req_first_ts, 0));
@@ -400,10 +401,10 @@ fn side_rtts(
 
 /// (max outstanding, share of busy time at it, mean outstanding while busy)
 /// from the requests themselves (when the concurrency analysis has no row):
-/// the answered storage requests, by start (`release`: see `in_order`).
+/// the answered storage requests, each with its bound (see
+/// `ProtocolScan::add`).
 pub(crate) fn outstanding_stats(
-    txs: impl Iterator<Item = TxFacts>,
-    release: bool,
+    txs: impl Iterator<Item = (TxFacts, Option<i64>)>,
 ) -> (u32, f64, f64) {
     let mut points: InOrder<(i64, i32)> = InOrder::default();
     let mut level = 0i32;
@@ -418,9 +419,9 @@ pub(crate) fn outstanding_stats(
         level += d;
         last = Some(t);
     };
-    for t in txs {
-        if release && points.due() {
-            points.release((t.req_first_ts, i32::MIN), &mut visit);
+    for (t, bound) in txs {
+        if let Some(bound) = bound.filter(|_| points.due()) {
+            points.release((bound, i32::MIN), &mut visit);
         }
         let end = t.reply().map_or(t.req_first_ts, |r| r.first_ts);
         if end > t.req_first_ts {
@@ -486,12 +487,38 @@ impl Slowest {
     }
 }
 
-/// One connection's time profile, swept as its NFS/SMB requests come, by
-/// start (`release`: see `in_order`): [`ProfileSweep::add`] each, then
-/// [`ProfileSweep::finish`].
+/// A request waiting to be profiled in order of starts (request order
+/// breaking ties, as a stable sort).
+#[derive(Clone, Copy)]
+struct ByStart(i64, u64, TxFacts);
+
+impl PartialEq for ByStart {
+    fn eq(&self, other: &Self) -> bool {
+        (self.0, self.1) == (other.0, other.1)
+    }
+}
+impl Eq for ByStart {}
+impl PartialOrd for ByStart {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for ByStart {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (self.0, self.1).cmp(&(other.0, other.1))
+    }
+}
+
+/// One connection's time profile, swept as its NFS/SMB requests come (see
+/// `in_order`): [`ProfileSweep::add`] each in request order, then
+/// [`ProfileSweep::finish`]. The profile reads them in order of starts.
 pub(crate) struct ProfileSweep<'a> {
     names: &'a Names,
-    release: bool,
+    /// How far before its start a request's times may lie (None: nothing
+    /// is released before the end).
+    lateness: Option<i64>,
+    /// Requests waiting to be read in order of starts.
+    by_start: InOrder<ByStart>,
     p: TimeProfile,
     /// Half round trips (ns), client side and server side.
     a: i64,
@@ -510,7 +537,9 @@ pub(crate) struct ProfileSweep<'a> {
 }
 
 impl<'a> ProfileSweep<'a> {
-    /// For a connection whose requests' times lie within [`lo`, `hi`].
+    /// For a connection whose requests' times lie within [`lo`, `hi`], and
+    /// lie at most `lateness` before their own starts (None: release
+    /// nothing before the end).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         stream: u32,
@@ -519,7 +548,7 @@ impl<'a> ProfileSweep<'a> {
         names: &'a Names,
         tcp: &TcpAnalysis,
         convs: &ConversationTable,
-        release: bool,
+        lateness: Option<i64>,
     ) -> Self {
         let (cli_rtt, srv_rtt, source) = side_rtts(stream, floors, tcp, convs);
         // Half round trips, truncated as the Python reference does.
@@ -530,7 +559,8 @@ impl<'a> ProfileSweep<'a> {
         let (lo, hi) = (lo.saturating_sub(margin), hi.saturating_add(margin));
         ProfileSweep {
             names,
-            release,
+            lateness,
+            by_start: InOrder::default(),
             p: TimeProfile {
                 stream,
                 client_rtt_ms: cli_rtt,
@@ -554,8 +584,20 @@ impl<'a> ProfileSweep<'a> {
         }
     }
 
-    /// Add one NFS/SMB request (answered or not), in order of starts.
-    pub(crate) fn add(&mut self, t: &TxFacts) {
+    /// Add NFS/SMB request number `i` (answered or not), in request order.
+    /// `starts`: no request to come starts before it (None: wait for the
+    /// end).
+    pub(crate) fn add(&mut self, i: u64, t: &TxFacts, starts: Option<i64>) {
+        if let Some(bound) = starts.filter(|_| self.by_start.due()) {
+            let mut waiting = std::mem::take(&mut self.by_start);
+            waiting.release(ByStart(bound, 0, *t), |r| self.take(&r.2));
+            self.by_start = waiting;
+        }
+        self.by_start.push(ByStart(t.req_first_ts, i, *t));
+    }
+
+    /// The next request in order of starts.
+    fn take(&mut self, t: &TxFacts) {
         let (names, p, a, b) = (self.names, &mut self.p, self.a, self.b);
         p.transactions += 1;
         if p.first_frames.len() < FIRST_FRAMES {
@@ -564,10 +606,11 @@ impl<'a> ProfileSweep<'a> {
         let Some(r) = t.reply() else { return };
         p.answered += 1;
         let (rq, rq_last) = (t.req_first_ts, t.req_last_ts);
-        if self.release {
-            // No point of this request or a later one lies before rq - a.
-            self.all.release(rq - a);
-            self.data.release(rq - a);
+        if let Some(late) = self.lateness {
+            // No point of this request or a later one lies before this.
+            let bound = rq.saturating_sub(late).saturating_sub(a);
+            self.all.release(bound);
+            self.data.release(bound);
         }
         let span = (rq - a, r.last_ts + a);
         self.span = Some(match self.span {
@@ -628,10 +671,11 @@ impl<'a> ProfileSweep<'a> {
     /// `own_stats` sweeps the requests again for the outstanding figures
     /// when that row lacks them.
     pub(crate) fn finish(
-        self,
+        mut self,
         conc: Option<&crate::concurrency::ConnConcurrency>,
         own_stats: impl FnOnce() -> (u32, f64, f64),
     ) -> Option<TimeProfile> {
+        std::mem::take(&mut self.by_start).finish(|r| self.take(&r.2));
         let mut p = self.p;
         let (lo, hi) = self.span?;
         p.ns = self.all.finish();
