@@ -281,9 +281,11 @@ def synth_binary(build: bool) -> Path:
     return exe
 
 
-def generate(size: str, seed: int, synth: Path, snaplen: int | None) -> tuple[Path, dict]:
+def generate(
+    size: str, seed: int, synth: Path, snaplen: int | None, slots: int | None = None
+) -> tuple[Path, dict]:
     DATA.mkdir(parents=True, exist_ok=True)
-    suffix = f"-snap{snaplen}" if snaplen else ""
+    suffix = (f"-snap{snaplen}" if snaplen else "") + (f"-slots{slots}" if slots else "")
     path = DATA / f"bench-{size}-s{seed}{suffix}.pcap"
     info: dict[str, Any] = {"generated": False}
     if path.exists():
@@ -292,6 +294,8 @@ def generate(size: str, seed: int, synth: Path, snaplen: int | None) -> tuple[Pa
     cmd = [str(synth), "bench", str(path), "--size", size, "--seed", str(seed)]
     if snaplen:
         cmd += ["--snaplen", str(snaplen)]
+    if slots:
+        cmd += ["--slots", str(slots)]
     print(f"generating {path.relative_to(ROOT)} ...", flush=True)
     t0 = time.perf_counter()
     out = subprocess.run(cmd, capture_output=True, text=True, check=True)
@@ -763,6 +767,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1, help="generator seed (default 1)")
     ap.add_argument("--snaplen", type=int, help="generate with this snapshot length")
     ap.add_argument(
+        "--slots",
+        type=int,
+        help="generate with this many connections at a time (1: one long connection after "
+        "another, the shape of a single file copy)",
+    )
+    ap.add_argument(
         "--capture",
         action="append",
         type=Path,
@@ -823,11 +833,11 @@ def main(argv: list[str] | None = None) -> int:
         synth = synth_binary(args.build)
         sizes = [s.strip() for s in args.size.split(",") if s.strip()]
         for s in sizes:
-            captures.append(generate(s, args.seed, synth, args.snaplen))
+            captures.append(generate(s, args.seed, synth, args.snaplen, args.slots))
         # The two-file test uses the largest capture and a second one of
         # the same size with the next seed.
         if not args.no_extras:
-            second, _ = generate(sizes[-1], args.seed + 1, synth, args.snaplen)
+            second, _ = generate(sizes[-1], args.seed + 1, synth, args.snaplen, args.slots)
         label = args.label or "-".join(sizes)
 
     result: dict[str, Any] = {

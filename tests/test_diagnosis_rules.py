@@ -634,7 +634,7 @@ def test_span_index_agrees_with_a_scan_of_every_span() -> None:
     (overlapping, nested, touching and empty spans; times on the edges)."""
     import random
 
-    from nastriage.diagnosis.retrans import _Spans
+    from nastriage.diagnosis.retrans import Spans
 
     rng = random.Random(7)
     for _ in range(300):
@@ -642,6 +642,6 @@ def test_span_index_agrees_with_a_scan_of_every_span() -> None:
         for _ in range(rng.randrange(0, 12)):
             start = rng.randrange(-50, 200)
             spans.append((start, start + rng.randrange(0, 60)))
-        index = _Spans(spans)
+        index = Spans(spans)
         for t in range(-60, 270):
             assert (t in index) == any(s <= t <= e for s, e in spans), (t, spans)

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 from nastriage.diagnosis.context import Context, Event, reverse
 
-__all__ = ["DupRun", "LossAnalysis", "analyse", "analyse_stream"]
+__all__ = ["DupRun", "LossAnalysis", "Spans", "analyse", "analyse_stream"]
 
 _DUP = re.compile(r"dup_ack=(\d+) of frame (\d+)")
 _RTO = re.compile(r"rto=([0-9.]+)s")
@@ -129,14 +129,14 @@ def analyse(ctx: Context) -> dict[tuple[int, str], LossAnalysis]:
     return ctx._cached("loss", build)  # type: ignore[no-any-return]
 
 
-def _zero_window_spans(ctx: Context, stream: int, margin_ns: int) -> _Spans:
-    return _Spans(
+def _zero_window_spans(ctx: Context, stream: int, margin_ns: int) -> Spans:
+    return Spans(
         (ep.start - margin_ns, ep.end + margin_ns)
         for ep in ctx.zero_window_episodes.get(stream, [])
     )
 
 
-class _Spans:
+class Spans:
     """Closed time spans, possibly overlapping, asked whether a time lies in any of them
     in O(log n) (a lossy connection has thousands of episodes and of retransmissions)."""
 
@@ -246,7 +246,7 @@ def analyse_stream(
                 episodes[-1] = (episodes[-1][0], max(episodes[-1][1], end))
 
     timeouts: list[Event] = []
-    in_episodes = _Spans(episodes)
+    in_episodes = Spans(episodes)
     for e in resent:
         m = _RTO.search(e.detail)
         if m and float(m.group(1)) >= th.timeout_min_s and e.time not in in_episodes:

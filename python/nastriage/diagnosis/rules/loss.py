@@ -7,7 +7,7 @@ import math
 
 from nastriage.diagnosis.context import Context, reverse
 from nastriage.diagnosis.finding import Evidence, Finding, Impact, Severity
-from nastriage.diagnosis.retrans import LossAnalysis, analyse
+from nastriage.diagnosis.retrans import LossAnalysis, Spans, analyse
 from nastriage.diagnosis.rules._util import (
     bitrate,
     frames,
@@ -165,9 +165,11 @@ def congestion_loss(ctx: Context) -> list[Finding]:
         explanation += " Also: " + "; ".join(notes) + "."
     if minor:
         explanation += " This is too little to slow the transfer noticeably."
+    # (An index of the episodes: a long lossy copy has thousands of each.)
+    in_episodes = Spans(worst.episodes)
     fr = frames(
         [r.frames[0] for r in worst.loss_runs]
-        + [e.frame for e in worst.resent if any(s <= e.time <= t for s, t in worst.episodes)]
+        + [e.frame for e in worst.resent if e.time in in_episodes]
         + [e.frame for e in worst.timeouts]
     )
     next_steps = [
