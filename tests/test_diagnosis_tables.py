@@ -79,9 +79,20 @@ def _check(path: str) -> int:
     want = _events_from_rows(capture)
     assert sorted(ctx.events) == sorted(want)
     assert ctx.events.count() == sum(len(v) for v in want.values())
+    labels = ctx.events.labels
     for stream, evs in want.items():
         assert [tuple(e) for e in ctx.events[stream]] == evs, stream
         assert ctx.events.get(stream) == ctx.events[stream]
+        # The plain rows the loss analysis walks: the same events in the same order, a
+        # duplicate ACK's acknowledged frame in place of its text.
+        rows = list(ctx.events.ordered(stream))
+        assert [(f, t, *labels[c]) for f, t, c, _, _ in rows] == [e[:4] for e in evs]
+        for (_, _, _, detail, acked), e in zip(rows, evs):
+            if detail is None:
+                assert e[4] == f"dup_ack={e[4].split('=')[1].split()[0]} of frame {acked}"
+            else:
+                assert detail == e[4] and acked == -1
+        assert ctx.events.kinds(stream) == {(e[2], e[3]) for e in evs}
     windows, rows = _series_from_rows(capture)
     assert _series_window(ctx) == windows
     keys = {(int(s), str(d)) for s, d in zip(rows["stream"], rows["direction"])}
@@ -108,3 +119,33 @@ def test_no_events() -> None:
 
     empty = EventsByStream(None)
     assert len(empty) == 0 and empty.get(3) is None and empty.count() == 0
+
+
+def test_events_out_of_time_order_come_sorted() -> None:
+    """A connection whose flags are not in time order in the table (a clock step) is walked
+    in time order, frames breaking ties; a duplicate ACK's text that is not the engine's
+    is kept as it is."""
+    import pyarrow as pa
+
+    from nastriage.diagnosis.events import EventsByStream
+
+    rows = [
+        (7, 300, 1, "c2s", "retransmission", "rto=0.200000s since frame 3"),
+        (8, 100, 1, "s2c", "duplicate_ack", "dup_ack=1 of frame 5"),
+        (9, 100, 1, "s2c", "duplicate_ack", "dup_ack=02 of frame 5"),
+        (4, 200, 2, "c2s", "lost_segment", "missing=10 bytes"),
+    ]
+    names = ["frame", "time", "stream", "direction", "kind", "detail"]
+    table = pa.table({n: [r[i] for r in rows] for i, n in enumerate(names)})
+    events = EventsByStream(table)
+    assert [(f, t, d, a) for f, t, _, d, a in events.ordered(1)] == [
+        (8, 100, None, 5),
+        (9, 100, "dup_ack=02 of frame 5", -1),
+        (7, 300, "rto=0.200000s since frame 3", -1),
+    ]
+    assert [tuple(e) for e in events[1]] == [
+        rows[1][:2] + rows[1][3:],
+        rows[2][:2] + rows[2][3:],
+        rows[0][:2] + rows[0][3:],
+    ]
+    assert events.kinds(2) == {("c2s", "lost_segment")} and events.count() == 4

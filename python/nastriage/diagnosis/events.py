@@ -1,16 +1,20 @@
 """The capture's TCP events (the ``tcp_events`` table) by connection, held compactly.
 
 A lossy or long capture flags hundreds of thousands of segments (most of them duplicate
-ACKs). As one tuple each, with their integers and strings, they took about 230 bytes an
-event for the whole diagnosis, more than every other table together, and memory then grew
-with the capture. Here a connection's events are columns (two integer arrays, a small code
-per event, the detail strings) and become :class:`Event` tuples only while a rule walks
-that connection; the table itself is read a few thousand rows at a time.
+ACKs), and a single file copy puts them all on one connection. As one tuple each, with
+their integers and strings, they took about 230 bytes an event for the whole diagnosis,
+more than every other table together, and memory grew with the capture. Here a
+connection's events are columns (integer arrays, a small code per event; a duplicate ACK's
+detail kept as the two numbers it holds), read from the table a few thousand rows at a
+time; :meth:`EventsByStream.ordered` walks them without making an object per event, and
+:class:`Event` tuples are made only for the events a rule keeps (or when a connection's
+list is asked for).
 """
 
 from __future__ import annotations
 
 import operator
+import re
 from array import array
 from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple
@@ -36,32 +40,46 @@ BY_TIME = operator.itemgetter(1, 0)
 
 _COLUMNS = ("frame", "time", "stream", "direction", "kind", "detail")
 
+#: A duplicate ACK's detail as the engine writes it (numbers without leading zeros, so
+#: that the text made again from them is the same).
+_DUP_ACK = re.compile(r"dup_ack=(0|[1-9][0-9]*) of frame (0|[1-9][0-9]*)")
+
+#: One event as :meth:`EventsByStream.ordered` gives it: frame, time, label code, detail
+#: (None for a duplicate ACK whose numbers are kept instead), acknowledged frame (a
+#: duplicate ACK's, else -1).
+Row = tuple[int, int, int, "str | None", int]
+
 
 class _Columns:
     """One connection's events in table order."""
 
-    __slots__ = ("codes", "details", "frames", "times")
+    __slots__ = ("acked", "codes", "details", "dup_numbers", "frames", "in_order", "times")
 
     def __init__(self) -> None:
         self.frames = array("q")
         self.times = array("q")
-        self.codes = array("H")  # index into EventsByStream._labels
-        self.details: list[str] = []
+        self.codes = array("H")  # index into EventsByStream.labels
+        self.details: list[str | None] = []
+        self.acked = array("q")
+        self.dup_numbers = array("q")
+        #: The table's order is already (time, frame) order.
+        self.in_order = True
 
 
 class EventsByStream(Mapping[int, list[Event]]):
     """stream -> that connection's events in time order (frames breaking ties). Each
-    lookup makes the list anew from the compact columns: keep it while you use it, and
-    walk :meth:`items` to visit every connection with one list in memory at a time."""
+    lookup makes the list anew from the compact columns; :meth:`ordered` walks them
+    without making the list."""
 
     def __init__(self, table: Any | None) -> None:
         self._streams: dict[int, _Columns] = {}
         #: (direction, kind) pairs, numbered by first appearance.
-        self._labels: list[tuple[str, str]] = []
+        self.labels: list[tuple[str, str]] = []
         if table is None:
             return
         code_of: dict[tuple[str, str], int] = {}
         details: dict[str, str] = {}  # one object per repeated text ("", flag names)
+        dup_ack = _DUP_ACK.fullmatch
         for c in column_chunks(table, _COLUMNS):
             for frame, time, stream, direction, kind, detail in zip(*(c[n] for n in _COLUMNS)):
                 cols = self._streams.get(stream)
@@ -70,25 +88,53 @@ class EventsByStream(Mapping[int, list[Event]]):
                 label = (direction, kind)
                 code = code_of.get(label)
                 if code is None:
-                    code = code_of[label] = len(self._labels)
-                    self._labels.append(label)
+                    code = code_of[label] = len(self.labels)
+                    self.labels.append(label)
+                time = time or 0
+                if cols.in_order and cols.frames:
+                    cols.in_order = (time, frame) >= (cols.times[-1], cols.frames[-1])
                 cols.frames.append(frame)
-                cols.times.append(time or 0)
+                cols.times.append(time)
                 cols.codes.append(code)
                 text = detail or ""
+                m = dup_ack(text) if kind == "duplicate_ack" else None
+                if m is not None:
+                    cols.details.append(None)
+                    cols.dup_numbers.append(int(m[1]))
+                    cols.acked.append(int(m[2]))
+                    continue
                 # Short texts repeat (flag names); long ones (a duplicate ACK's frame)
                 # rarely do, and are kept as they come.
                 cols.details.append(details.setdefault(text, text) if len(text) < 24 else text)
+                cols.dup_numbers.append(0)
+                cols.acked.append(-1)
+
+    def ordered(self, stream: int) -> Iterator[Row]:
+        """The connection's events in time order (frames breaking ties) as plain rows
+        (see :data:`Row`; ``labels[code]`` is the event's direction and kind)."""
+        cols = self._streams.get(stream)
+        if cols is None:
+            return iter(())
+        rows = zip(cols.frames, cols.times, cols.codes, cols.details, cols.acked)
+        return rows if cols.in_order else iter(sorted(rows, key=BY_TIME))
+
+    def kinds(self, stream: int) -> set[tuple[str, str]]:
+        """The (direction, kind) pairs the connection has events of."""
+        cols = self._streams.get(stream)
+        return {self.labels[c] for c in set(cols.codes)} if cols is not None else set()
 
     def __getitem__(self, stream: int) -> list[Event]:
         cols = self._streams[stream]
-        labels = self._labels
-        evs = [
-            Event(frame, time, *labels[code], detail)
-            for frame, time, code, detail in zip(cols.frames, cols.times, cols.codes, cols.details)
-        ]
-        evs.sort(key=BY_TIME)
-        return evs
+        labels = self.labels
+        out = []
+        rows = zip(cols.frames, cols.times, cols.codes, cols.details, cols.acked, cols.dup_numbers)
+        for frame, time, code, detail, acked, number in rows:
+            if detail is None:
+                detail = f"dup_ack={number} of frame {acked}"
+            direction, kind = labels[code]
+            out.append(Event(frame, time, direction, kind, detail))
+        out.sort(key=BY_TIME)
+        return out
 
     def __iter__(self) -> Iterator[int]:
         return iter(self._streams)

@@ -113,9 +113,9 @@ def analyse(ctx: Context) -> dict[tuple[int, str], LossAnalysis]:
 
     def build() -> dict[tuple[int, str], LossAnalysis]:
         out: dict[tuple[int, str], LossAnalysis] = {}
-        for stream, evs in ctx.events.items():
+        for stream in ctx.events:
             info = ctx.streams.get(stream)
-            flagged = {(e.direction, e.kind) for e in evs}  # one pass, not one per test
+            flagged = ctx.events.kinds(stream)
             for d in ("c2s", "s2c"):
                 if info is not None and info.payload_dir(d) == 0:
                     continue
@@ -123,7 +123,7 @@ def analyse(ctx: Context) -> dict[tuple[int, str], LossAnalysis]:
                     (reverse(d), k) in flagged for k in ("duplicate_ack", "ack_lost_segment")
                 ):
                     continue
-                out[(stream, d)] = analyse_stream(ctx, stream, d, evs)
+                out[(stream, d)] = analyse_stream(ctx, stream, d)
         return out
 
     return ctx._cached("loss", build)  # type: ignore[no-any-return]
@@ -153,14 +153,11 @@ class Spans:
         return i > 0 and self._reach[i - 1] >= t
 
 
-def analyse_stream(
-    ctx: Context, stream: int, d: str, evs: list[Event] | None = None
-) -> LossAnalysis:
-    """One direction of one connection; ``evs`` are its events when the caller has them
-    (they are made anew at each lookup)."""
+def analyse_stream(ctx: Context, stream: int, d: str) -> LossAnalysis:
+    """One direction of one connection. Its events are walked as plain rows, and only
+    those kept become :class:`Event` tuples (a lossy copy has most of its capture's
+    hundreds of thousands of flags, duplicate ACKs mostly, on one connection)."""
     th = ctx.th
-    if evs is None:
-        evs = ctx.events.get(stream, [])
     info = ctx.streams.get(stream)
     tcp = info.tcp if info else {}
     rtt = ctx.path_rtt_ms(stream)
@@ -180,29 +177,34 @@ def analyse_stream(
     ack_unseen: list[Event] = []
     unseen_bytes = 0
     runs_by_ack: dict[int, DupRun] = {}
-    for e in evs:
-        if e.direction == d:
-            if e.kind in RESENT_KINDS and e.frame not in seen_frames and e.time not in zw:
-                seen_frames.add(e.frame)
-                resent.append(e)
-            if e.kind == "spurious_retransmission":
+    labels = ctx.events.labels
+    for frame, time, code, detail, acked in ctx.events.ordered(stream):
+        direction, kind = labels[code]
+        if direction == d:
+            if kind in RESENT_KINDS and frame not in seen_frames and time not in zw:
+                seen_frames.add(frame)
+                resent.append(Event(frame, time, direction, kind, detail or ""))
+            if kind == "spurious_retransmission":
                 spurious += 1
-            elif e.kind == "lost_segment":
-                holes.append(e)
-        elif e.direction == rd:
-            if e.kind == "duplicate_ack":
-                m = _DUP.search(e.detail)
-                key = int(m.group(2)) if m else e.frame
+            elif kind == "lost_segment":
+                holes.append(Event(frame, time, direction, kind, detail or ""))
+        elif direction == rd:
+            if kind == "duplicate_ack":
+                if acked >= 0:
+                    key = acked
+                else:
+                    m = _DUP.search(detail or "")
+                    key = int(m.group(2)) if m else frame
                 run = runs_by_ack.get(key)
                 if run is None:
-                    run = runs_by_ack[key] = DupRun(key, e.time, e.time, 0)
-                run.last = e.time
+                    run = runs_by_ack[key] = DupRun(key, time, time, 0)
+                run.last = time
                 run.count += 1
                 if len(run.frames) < 8:
-                    run.frames.append(e.frame)
-            elif e.kind == "ack_lost_segment":
-                ack_unseen.append(e)
-                m = _BYTES.search(e.detail)
+                    run.frames.append(frame)
+            elif kind == "ack_lost_segment":
+                ack_unseen.append(Event(frame, time, direction, kind, detail or ""))
+                m = _BYTES.search(detail or "")
                 if m:
                     unseen_bytes += int(m.group(1))
     runs = sorted((r for r in runs_by_ack.values() if r.first not in zw), key=lambda r: r.first)
