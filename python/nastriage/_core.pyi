@@ -62,6 +62,11 @@ class Analysis:
     def table(self, name: str) -> TableStream:
         """An Arrow C stream over the named table (e.g. "conversations").
         Each call gives a fresh stream; pyarrow: ``pa.table(analysis.table(n))``."""
+    def table_rows(self, name: str, start: int, stop: int) -> TableStream:
+        """Rows ``start..stop`` (clamped) of the named table, made from those rows alone
+        where the engine can (``tcp_events``, which a lossy capture makes long)."""
+    def table_len(self, name: str) -> int:
+        """Rows of the named table, without making it where the engine can."""
 
 def analyze(
     paths: list[str],

@@ -124,6 +124,31 @@ class PlainTable:
         return {n: got[n] if n in present else [None] * self.num_rows for n in names}
 
 
+#: Tables the command line reads a piece at a time from the engine, never made whole: a
+#: lossy capture flags hundreds of thousands of segments.
+MADE_BY_ROWS = frozenset({"tcp_events"})
+
+
+class _RowsSource:
+    """A table the engine makes a range of rows at a time (``Analysis.table_rows``), with
+    the ``TableStream`` attributes :class:`PlainTable` reads."""
+
+    __slots__ = ("_analysis", "_name", "column_names", "num_rows")
+
+    def __init__(self, analysis: Any, name: str) -> None:
+        self._analysis = analysis
+        self._name = name
+        self.num_rows: int = int(analysis.table_len(name))
+        self.column_names: list[str] = list(analysis.table_rows(name, 0, 0).column_names)
+
+    def columns(
+        self, names: list[str] | None = None, start: int = 0, stop: int | None = None
+    ) -> dict[str, list[Any]]:
+        stop = self.num_rows if stop is None else stop
+        rows = self._analysis.table_rows(self._name, start, stop)
+        return rows.columns(names)  # type: ignore[no-any-return]
+
+
 def read_columns(
     table: Any, names: Sequence[str], start: int = 0, stop: int | None = None
 ) -> dict[str, list[Any]]:
@@ -334,6 +359,8 @@ class Capture:
         self._require(name)
         from nastriage import _core
 
+        if name in MADE_BY_ROWS and isinstance(self._analysis, _core.Analysis):
+            return PlainTable(_RowsSource(self._analysis, name))
         source = self._analysis.table(name)
         # Another Arrow stream (a stand-in analysis in tests) is read through pyarrow.
         table = PlainTable(source) if isinstance(source, _core.TableStream) else self.table(name)

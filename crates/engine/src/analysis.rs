@@ -182,6 +182,29 @@ impl Analysis {
         names
     }
 
+    /// Rows `start..stop` (clamped) of a table (None for an unknown name).
+    /// `tcp_events`, which a lossy capture makes long, is made from those
+    /// rows' events alone; another table is made whole and sliced.
+    pub fn table_rows(&self, name: &str, start: usize, stop: usize) -> Option<RecordBatch> {
+        if name == "tcp_events" {
+            let rows = tables::tcp_events_rows(&self.tcp, &self.conversations, start, stop);
+            return Some(rows);
+        }
+        let whole = self.table(name)?;
+        let stop = stop.min(whole.num_rows());
+        let start = start.min(stop);
+        Some(whole.slice(start, stop - start))
+    }
+
+    /// Rows of a table (None for an unknown name), without making
+    /// `tcp_events`.
+    pub fn table_len(&self, name: &str) -> Option<usize> {
+        if name == "tcp_events" {
+            return Some(self.tcp.events().len());
+        }
+        self.table(name).map(|b| b.num_rows())
+    }
+
     /// Build a table by name (None for an unknown name).
     pub fn table(&self, name: &str) -> Option<RecordBatch> {
         match name {

@@ -139,8 +139,22 @@ pub(crate) fn conversations(t: &ConversationTable) -> RecordBatch {
 /// One row per flagged TCP frame and flag (Wireshark's `tcp.analysis.*`),
 /// in frame order; `direction` is relative to the conversation's client.
 pub(crate) fn tcp_events(t: &TcpAnalysis, convs: &ConversationTable) -> RecordBatch {
-    let events = t.events();
-    let n = events.len();
+    tcp_events_rows(t, convs, 0, usize::MAX)
+}
+
+/// Rows `start..stop` (clamped) of [`tcp_events`], made from those events
+/// alone.
+pub(crate) fn tcp_events_rows(
+    t: &TcpAnalysis,
+    convs: &ConversationTable,
+    start: usize,
+    stop: usize,
+) -> RecordBatch {
+    let log = t.events();
+    let stop = stop.min(log.len());
+    let start = start.min(stop);
+    let events = log.range(start, stop);
+    let n = stop - start;
     let mut frame = UInt64Builder::with_capacity(n);
     let mut time = TimestampNanosecondBuilder::with_capacity(n).with_timezone("UTC");
     let mut stream = UInt32Builder::with_capacity(n);

@@ -106,6 +106,22 @@ impl PyAnalysis {
             None => Err(PyKeyError::new_err(format!("no table named {name:?}"))),
         }
     }
+
+    /// Rows `start..stop` of a table (clamped), made from those rows alone
+    /// where the engine can (`tcp_events`).
+    fn table_rows(&self, name: &str, start: usize, stop: usize) -> PyResult<TableStream> {
+        match self.inner.table_rows(name, start, stop) {
+            Some(batch) => Ok(TableStream { batch }),
+            None => Err(PyKeyError::new_err(format!("no table named {name:?}"))),
+        }
+    }
+
+    /// Rows of a table, without making it where the engine can.
+    fn table_len(&self, name: &str) -> PyResult<usize> {
+        self.inner
+            .table_len(name)
+            .ok_or_else(|| PyKeyError::new_err(format!("no table named {name:?}")))
+    }
 }
 
 /// One table, exported through `__arrow_c_stream__`.

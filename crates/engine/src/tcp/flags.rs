@@ -2,7 +2,9 @@
 
 /// One TCP analysis flag. The discriminant is the bit in a [`FlagSet`] and
 /// the index in a [`FlagCounts`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 #[repr(u8)]
 pub enum Flag {
     Retransmission = 0,

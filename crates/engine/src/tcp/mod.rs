@@ -22,6 +22,7 @@
 
 pub mod capture_point;
 pub mod cwnd;
+mod event_log;
 mod flags;
 pub mod limitation;
 pub mod metrics;
@@ -41,6 +42,7 @@ use std::collections::{BTreeMap, VecDeque};
 use nastriage_net::{IpInfo, TcpSegment};
 
 use crate::conversations::Assignment;
+pub use event_log::EventLog;
 pub use flags::{Flag, FlagCounts, FlagSet};
 use metrics::{ConnMetrics, ConnSummary, Input, Sinks};
 use segments::SegmentStore;
@@ -55,7 +57,7 @@ use zero_window::Episode;
 pub const CLOSED_LINGER_NS: i64 = 60_000_000_000;
 
 /// Kind-specific facts of an event.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Detail {
     None,
     /// Duplicate ACK number `num` of the ACK in frame `frame`.
@@ -76,7 +78,7 @@ pub enum Detail {
 }
 
 /// One flag on one frame.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TcpEvent {
     pub frame: u64,
     pub ts: i64,
@@ -131,9 +133,9 @@ pub struct TcpAnalyzer {
 }
 
 /// What the TCP analysis produced.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub struct TcpAnalysis {
-    events: Vec<TcpEvent>,
+    events: EventLog,
     per_stream: BTreeMap<u32, FlagCounts>,
     totals: FlagCounts,
     /// Connection states released (closed, or superseded by port reuse).
@@ -153,8 +155,9 @@ pub struct TcpAnalysis {
 }
 
 impl TcpAnalysis {
-    /// Every flagged frame and flag, in frame order.
-    pub fn events(&self) -> &[TcpEvent] {
+    /// Every flagged frame and flag, in frame order (read back from the
+    /// spill: see [`EventLog`]).
+    pub fn events(&self) -> &EventLog {
         &self.events
     }
 
