@@ -28,13 +28,15 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import math
 import re
+from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from nastriage.diagnosis.context import Context, Event, reverse
 
-__all__ = ["DupRun", "LossAnalysis", "Spans", "analyse", "analyse_stream"]
+__all__ = ["KEEP", "DupRun", "LossAnalysis", "Spans", "analyse", "analyse_stream"]
 
 _DUP = re.compile(r"dup_ack=(\d+) of frame (\d+)")
 _RTO = re.compile(r"rto=([0-9.]+)s")
@@ -48,32 +50,64 @@ RESENT_KINDS = frozenset(
 DEFAULT_LONG_RUN_MS = 3.0
 
 
-@dataclass
+#: Runs, retransmissions, timeouts, capture drops and episodes kept per connection and
+#: direction for the findings (their frames and time ranges: a finding lists 30 frames at
+#: most); the rest are only counted, as a lossy copy has tens of thousands of each.
+KEEP = 30
+
+
 class DupRun:
-    ack_frame: int
-    first: int
-    last: int
-    count: int
-    frames: list[int] = field(default_factory=list)
-    #: Time from the run's start to the segment that filled the hole (downstream), or
-    #: whether a retransmission answered it (upstream).
-    fill_delay_ns: int | None = None
-    retransmitted: bool = False
-    kind: str = ""  # "loss", "loss-continued", "reorder", "unknown"
+    """A duplicate-ACK run (slots: a lossy copy has tens of thousands)."""
+
+    __slots__ = (
+        "ack_frame",
+        "count",
+        "fill_delay_ns",
+        "first",
+        "first_frame",
+        "kind",
+        "last",
+        "retransmitted",
+    )
+
+    def __init__(self, ack_frame: int, first: int, first_frame: int) -> None:
+        self.ack_frame = ack_frame
+        self.first = first
+        self.last = first
+        self.count = 0
+        self.first_frame = first_frame
+        #: Time from the run's start to the segment that filled the hole (downstream),
+        #: or whether a retransmission answered it (upstream).
+        self.fill_delay_ns: int | None = None
+        self.retransmitted = False
+        self.kind = ""  # "loss", "loss-continued", "reorder", "unknown"
 
 
 @dataclass
 class LossAnalysis:
+    """One connection and data direction. Lists hold the first :data:`KEEP` items in time
+    order; the counts hold them all."""
+
     stream: int
     direction: str  # data direction (the sender sends in it)
     rtt_ms: float | None
     long_run_ms: float
     downstream: bool  # the capture sees the holes (it is after the loss point)
-    runs: list[DupRun]
-    resent: list[Event]
-    timeouts: list[Event]
-    holes: list[Event]
+    loss_runs: list[DupRun]
+    loss_run_count: int
+    reorder_runs: list[DupRun]
+    reorder_run_count: int
+    #: Retransmitted or late segments: how many, their first frames, the first of those
+    #: within loss episodes, and the time of the last.
+    resent_count: int
+    resent_frames: list[int]
+    episode_resent_frames: list[int]
+    last_resent_time: int | None
+    timeout_count: int
+    timeout_frames: list[int]
+    hole_count: int
     ack_unseen: list[Event]
+    ack_unseen_count: int
     unseen_bytes: int
     spurious: int
     dsack_blocks: int
@@ -85,19 +119,12 @@ class LossAnalysis:
     needless_retransmissions: int = 0
     recovery_ns: int = 0
     episodes: list[tuple[int, int]] = field(default_factory=list)
+    episode_count: int = 0
     first_episode_segments: int = 0
 
     @property
-    def loss_runs(self) -> list[DupRun]:
-        return [r for r in self.runs if r.kind == "loss"]
-
-    @property
-    def reorder_runs(self) -> list[DupRun]:
-        return [r for r in self.runs if r.kind == "reorder"]
-
-    @property
     def loss_events(self) -> int:
-        return len(self.loss_runs) + len(self.timeouts)
+        return self.loss_run_count + self.timeout_count
 
     @property
     def loss_rate(self) -> float:
@@ -171,10 +198,16 @@ def analyse_stream(ctx: Context, stream: int, d: str) -> LossAnalysis:
     rd = reverse(d)
 
     seen_frames: set[int] = set()
-    resent: list[Event] = []
+    # The resent segments as columns (a lossy copy has tens of thousands): frame, time,
+    # and the time since the oldest unacknowledged segment (s; NaN when not given).
+    resent_frames = array("q")
+    resent_times = array("q")
+    resent_rto = array("d")
     spurious = 0
-    holes: list[Event] = []
+    hole_times: list[int] = []
     ack_unseen: list[Event] = []
+    ack_unseen_count = 0
+    unseen_times: list[int] = []
     unseen_bytes = 0
     runs_by_ack: dict[int, DupRun] = {}
     labels = ctx.events.labels
@@ -183,11 +216,14 @@ def analyse_stream(ctx: Context, stream: int, d: str) -> LossAnalysis:
         if direction == d:
             if kind in RESENT_KINDS and frame not in seen_frames and time not in zw:
                 seen_frames.add(frame)
-                resent.append(Event(frame, time, direction, kind, detail or ""))
+                resent_frames.append(frame)
+                resent_times.append(time)
+                m = _RTO.search(detail or "")
+                resent_rto.append(float(m.group(1)) if m else math.nan)
             if kind == "spurious_retransmission":
                 spurious += 1
             elif kind == "lost_segment":
-                holes.append(Event(frame, time, direction, kind, detail or ""))
+                hole_times.append(time)
         elif direction == rd:
             if kind == "duplicate_ack":
                 if acked >= 0:
@@ -197,29 +233,33 @@ def analyse_stream(ctx: Context, stream: int, d: str) -> LossAnalysis:
                     key = int(m.group(2)) if m else frame
                 run = runs_by_ack.get(key)
                 if run is None:
-                    run = runs_by_ack[key] = DupRun(key, time, time, 0)
+                    run = runs_by_ack[key] = DupRun(key, time, frame)
                 run.last = time
                 run.count += 1
-                if len(run.frames) < 8:
-                    run.frames.append(frame)
             elif kind == "ack_lost_segment":
-                ack_unseen.append(Event(frame, time, direction, kind, detail or ""))
+                ack_unseen_count += 1
+                if len(ack_unseen) < KEEP:
+                    ack_unseen.append(Event(frame, time, direction, kind, detail or ""))
+                unseen_times.append(time)
                 m = _BYTES.search(detail or "")
                 if m:
                     unseen_bytes += int(m.group(1))
+    seen_frames.clear()
     runs = sorted((r for r in runs_by_ack.values() if r.first not in zw), key=lambda r: r.first)
+    runs_by_ack.clear()
     # Holes explained by capture drops do not make the capture "downstream" of a loss.
     # A hole the receiver then acknowledges although the capture never saw its data was
     # dropped by the capture (the ACK follows within a round trip plus a delayed ACK).
-    unseen_times = [e.time for e in ack_unseen]
     ack_wait = int(((rtt or DEFAULT_LONG_RUN_MS) * 2 + 250.0) * 1e6)
-    real_holes = [h for h in holes if not _followed(h.time, unseen_times, ack_wait)]
+    real_holes = sum(1 for h in hole_times if not _followed(h, unseen_times, ack_wait))
     # The capture is downstream of the losses when it sees their holes (about one per run).
-    downstream = bool(real_holes) and len(real_holes) >= 0.25 * len(runs)
-    resent_times = [e.time for e in resent]
+    downstream = bool(real_holes) and real_holes >= 0.25 * len(runs)
 
     recovery_until = -1
     episodes: list[tuple[int, int]] = []
+    loss_runs: list[DupRun] = []
+    reorder_runs: list[DupRun] = []
+    loss_run_count = reorder_run_count = 0
     for run in runs:
         i = bisect.bisect_left(resent_times, run.first - int(1e6))
         nxt = resent_times[i] if i < len(resent_times) else None
@@ -246,26 +286,42 @@ def analyse_stream(ctx: Context, stream: int, d: str) -> LossAnalysis:
                 episodes.append((run.first, end))
             else:
                 episodes[-1] = (episodes[-1][0], max(episodes[-1][1], end))
+        if run.kind == "loss":
+            loss_run_count += 1
+            if len(loss_runs) < KEEP:
+                loss_runs.append(run)
+        elif run.kind == "reorder":
+            reorder_run_count += 1
+            if len(reorder_runs) < KEEP:
+                reorder_runs.append(run)
+    del runs
 
-    timeouts: list[Event] = []
     in_episodes = Spans(episodes)
-    for e in resent:
-        m = _RTO.search(e.detail)
-        if m and float(m.group(1)) >= th.timeout_min_s and e.time not in in_episodes:
-            timeouts.append(e)
-    timeout_frames = {e.frame for e in timeouts}
+    timeout_count = 0
+    timeout_frames: list[int] = []
+    timeout_spans: list[tuple[int, int]] = []
     lost = reordered = needless = 0
-    for e in resent:
-        if e.time in in_episodes or e.frame in timeout_frames:
+    episode_resent_frames: list[int] = []
+    first_episode = 0
+    for frame, time, rto in zip(resent_frames, resent_times, resent_rto):
+        in_episode = time in in_episodes
+        if not in_episode and rto >= th.timeout_min_s:  # (NaN: no rto given)
+            timeout_count += 1
+            if len(timeout_frames) < KEEP:
+                timeout_frames.append(frame)
+            timeout_spans.append((time - int(rto * 1e9), time))
             lost += 1
+        elif in_episode:
+            lost += 1
+            if len(episode_resent_frames) < KEEP:
+                episode_resent_frames.append(frame)
         else:
             reordered += 1
             if not downstream:
                 needless += 1
-    first_episode = sum(
-        1 for e in resent if episodes and episodes[0][0] <= e.time <= episodes[0][1]
-    )
-    recovery = _union([*episodes, *((e.time - _rto_ns(e), e.time) for e in timeouts)])
+        if episodes and episodes[0][0] <= time <= episodes[0][1]:
+            first_episode += 1
+    recovery = _union([*episodes, *timeout_spans])
     segments = (info.frames_c2s if d == "c2s" else info.frames_s2c) if info else 0
     return LossAnalysis(
         stream=stream,
@@ -273,27 +329,31 @@ def analyse_stream(ctx: Context, stream: int, d: str) -> LossAnalysis:
         rtt_ms=rtt,
         long_run_ms=long_ms,
         downstream=downstream,
-        runs=runs,
-        resent=resent,
-        timeouts=timeouts,
-        holes=holes,
+        loss_runs=loss_runs,
+        loss_run_count=loss_run_count,
+        reorder_runs=reorder_runs,
+        reorder_run_count=reorder_run_count,
+        resent_count=len(resent_frames),
+        resent_frames=list(resent_frames[:KEEP]),
+        episode_resent_frames=episode_resent_frames,
+        last_resent_time=resent_times[-1] if resent_times else None,
+        timeout_count=timeout_count,
+        timeout_frames=timeout_frames,
+        hole_count=len(hole_times),
         ack_unseen=ack_unseen,
+        ack_unseen_count=ack_unseen_count,
         unseen_bytes=unseen_bytes,
         spurious=spurious,
         dsack_blocks=int(tcp.get("dsack_blocks") or 0) if tcp else 0,
-        data_segments=max(segments, len(resent)),
+        data_segments=max(segments, len(resent_frames)),
         lost_segments=lost,
         reordered_segments=reordered,
         needless_retransmissions=needless,
         recovery_ns=recovery,
-        episodes=episodes,
+        episodes=episodes[:KEEP],
+        episode_count=len(episodes),
         first_episode_segments=first_episode,
     )
-
-
-def _rto_ns(e: Event) -> int:
-    m = _RTO.search(e.detail)
-    return int(float(m.group(1)) * 1e9) if m else 0
 
 
 def _followed(t: int, times: list[int], window_ns: int) -> bool:

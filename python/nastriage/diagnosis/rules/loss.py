@@ -7,7 +7,7 @@ import math
 
 from nastriage.diagnosis.context import Context, reverse
 from nastriage.diagnosis.finding import Evidence, Finding, Impact, Severity
-from nastriage.diagnosis.retrans import LossAnalysis, Spans, analyse
+from nastriage.diagnosis.retrans import LossAnalysis, analyse
 from nastriage.diagnosis.rules._util import (
     bitrate,
     frames,
@@ -32,7 +32,7 @@ def _relevant(ctx: Context, min_bytes: int = 0) -> list[LossAnalysis]:
 
 
 def _reordering_dominates(la: LossAnalysis) -> bool:
-    return len(la.reorder_runs) > 2 * len(la.loss_runs)
+    return la.reorder_run_count > 2 * la.loss_run_count
 
 
 def _significant_loss(ctx: Context, la: LossAnalysis) -> bool:
@@ -47,11 +47,11 @@ def _significant_loss(ctx: Context, la: LossAnalysis) -> bool:
         return True
     # retransmission timeouts are expensive whatever the rate; but a lone timeout that the
     # receiver reports as a duplicate (D-SACK) was spurious: the original had arrived
-    if la.timeouts and not la.loss_runs and la.dsack_blocks >= len(la.timeouts):
+    if la.timeout_count and not la.loss_run_count and la.dsack_blocks >= la.timeout_count:
         return False
     info = ctx.streams.get(la.stream)
     share = la.recovery_ns / info.duration_ns if info and info.duration_ns else 0.0
-    return bool(la.timeouts) and share >= th.warning_share
+    return la.timeout_count > 0 and share >= th.warning_share
 
 
 def _peak_rate_bps(ctx: Context, stream: int, d: str, rtt_ms: float | None) -> float | None:
@@ -100,7 +100,7 @@ def congestion_loss(ctx: Context) -> list[Finding]:
         potential = observed / max(0.05, 1.0 - wshare)
         if peak is not None and peak > potential:
             potential = peak
-    timeouts = len(worst.timeouts)
+    timeouts = worst.timeout_count
     tcp = info.tcp or {}
     severity: Severity
     if minor:
@@ -133,7 +133,7 @@ def congestion_loss(ctx: Context) -> list[Finding]:
         peak is not None
         and observed is not None
         and peak > 1.5 * observed
-        and len(worst.loss_runs) >= th.loss_min_events
+        and worst.loss_run_count >= th.loss_min_events
         and info.payload >= th.min_stream_bytes
     ):
         notes.append(
@@ -145,32 +145,34 @@ def congestion_loss(ctx: Context) -> list[Finding]:
         f"Packets sent by the {who(info, d)} were really lost in the network: "
         f"{worst.loss_events} loss episode(s), {worst.lost_segments} retransmitted segment(s) "
         f"({pct(worst.loss_rate)} of the segments); each time the sender cut its window and "
-        f"spent {ms(worst.recovery_ns / 1e6 / max(1, len(worst.episodes) + timeouts))} on "
+        f"spent {ms(worst.recovery_ns / 1e6 / max(1, worst.episode_count + timeouts))} on "
         "average recovering."
     )
-    if worst.loss_runs:
+    if worst.loss_run_count:
         explanation += (
             f" The duplicate ACKs lasted a full round trip (RTT {ms(worst.rtt_ms)}) until the "
             "retransmission arrived, which tells loss from mere reordering."
         )
-    if timeouts and len(worst.timeouts) == len(worst.resent) and worst.resent:
-        last = worst.resent[-1]
-        if info.end - last.time <= max(int(th.timeout_min_s * 1e9), info.duration_ns // 50):
-            notes.append(
-                f"the connection ends in retransmissions that got no answer: the "
-                f"{info.role(reverse(d))} {info.host(reverse(d))} stopped responding (host "
-                "down, or a firewall dropping the connection)"
-            )
+    last = worst.last_resent_time
+    if (
+        timeouts
+        and worst.timeout_count == worst.resent_count
+        and last is not None
+        and info.end - last <= max(int(th.timeout_min_s * 1e9), info.duration_ns // 50)
+    ):
+        notes.append(
+            f"the connection ends in retransmissions that got no answer: the "
+            f"{info.role(reverse(d))} {info.host(reverse(d))} stopped responding (host "
+            "down, or a firewall dropping the connection)"
+        )
     if notes:
         explanation += " Also: " + "; ".join(notes) + "."
     if minor:
         explanation += " This is too little to slow the transfer noticeably."
-    # (An index of the episodes: a long lossy copy has thousands of each.)
-    in_episodes = Spans(worst.episodes)
     fr = frames(
-        [r.frames[0] for r in worst.loss_runs]
-        + [e.frame for e in worst.resent if e.time in in_episodes]
-        + [e.frame for e in worst.timeouts]
+        [r.first_frame for r in worst.loss_runs]
+        + worst.episode_resent_frames
+        + worst.timeout_frames
     )
     next_steps = [
         "Find the bottleneck between "
@@ -235,24 +237,24 @@ def reordering(ctx: Context) -> list[Finding]:
     hits = [
         la
         for la in _relevant(ctx, th.min_stream_bytes)
-        if len(la.reorder_runs) >= th.reorder_min_events and _reordering_dominates(la)
+        if la.reorder_run_count >= th.reorder_min_events and _reordering_dominates(la)
     ]
     if not hits:
         return []
-    worst = max(hits, key=lambda la: len(la.reorder_runs))
+    worst = max(hits, key=lambda la: la.reorder_run_count)
     info = ctx.streams[worst.stream]
     d = worst.direction
-    n = len(worst.reorder_runs)
+    n = worst.reorder_run_count
     rate = n / worst.data_segments if worst.data_segments else 0.0
     if rate < 0.001:
         return []
     needless = worst.needless_retransmissions + worst.spurious
-    cuts = len(worst.loss_runs) if not worst.downstream else 0
+    cuts = worst.loss_run_count if not worst.downstream else 0
     rtt = worst.rtt_ms or 0.0
     shares = {}
     for la in hits:
         i = ctx.streams[la.stream]
-        cost = (la.spurious + (len(la.loss_runs) if not la.downstream else 0)) * rtt * 1e6
+        cost = (la.spurious + (la.loss_run_count if not la.downstream else 0)) * rtt * 1e6
         shares[la.stream] = min(1.0, cost / i.duration_ns) if i.duration_ns else 0.0
     secs = info.duration_ns / 1e9
     observed = info.payload_dir(d) * 8 / secs if secs > 0 else None
@@ -283,7 +285,7 @@ def reordering(ctx: Context) -> list[Finding]:
             " The sender's TCP recognised the reordering, so the cost here is small; "
             "a less tolerant stack would cut its window each time."
         )
-    fr = frames([r.frames[0] for r in worst.reorder_runs] + [e.frame for e in worst.resent])
+    fr = frames([r.first_frame for r in worst.reorder_runs] + worst.resent_frames)
     return [
         Finding(
             id="reordering",
@@ -336,12 +338,12 @@ def reordering(ctx: Context) -> list[Finding]:
 
 def capture_incomplete(ctx: Context) -> list[Finding]:
     th = ctx.th
-    hits = [la for la in analyse(ctx).values() if la.ack_unseen]
+    hits = [la for la in analyse(ctx).values() if la.ack_unseen_count]
     if not hits:
         return []
-    events = sum(len(la.ack_unseen) for la in hits)
+    events = sum(la.ack_unseen_count for la in hits)
     unseen = sum(la.unseen_bytes for la in hits)
-    worst = max(hits, key=lambda la: len(la.ack_unseen))
+    worst = max(hits, key=lambda la: la.ack_unseen_count)
     info = ctx.streams.get(worst.stream)
     total = ctx.total_payload()
     severity: Severity = "warning" if events >= th.capture_drop_warning_events else "info"
