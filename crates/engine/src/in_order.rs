@@ -23,8 +23,9 @@ const CHUNK: usize = 4096;
 pub(crate) struct InOrder<T> {
     waiting: Vec<T>,
     /// Release (sort) when this many wait: a chunk more than what was kept
-    /// at the last release, so that a long-kept point is not sorted over
-    /// and over.
+    /// at the last release, or twice that when much was kept (a bound far
+    /// behind, after a clock step), so that each point is sorted a few
+    /// times at most, not once per chunk.
     next_release: usize,
 }
 
@@ -55,7 +56,7 @@ impl<T: Ord + Copy> InOrder<T> {
         for p in self.waiting.drain(..n) {
             visit(p);
         }
-        self.next_release = self.waiting.len() + CHUNK;
+        self.next_release = self.waiting.len() + self.waiting.len().max(CHUNK);
     }
 
     /// Hand over every waiting point, in order.
