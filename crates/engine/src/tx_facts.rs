@@ -253,6 +253,7 @@ impl Facts {
             next_run: 0,
             open: std::collections::BinaryHeap::new(),
             heads: Vec::new(),
+            free: Vec::new(),
         }
     }
 }
@@ -279,6 +280,8 @@ pub(crate) struct FactsIter<'a> {
     open: std::collections::BinaryHeap<std::cmp::Reverse<(Order, usize)>>,
     /// Open runs: their next fact and the rest.
     heads: Vec<(TxFacts, std::vec::IntoIter<TxFacts>)>,
+    /// Slots of `heads` whose run was read out, for the next run opened.
+    free: Vec<usize>,
 }
 
 impl FactsIter<'_> {
@@ -300,9 +303,17 @@ impl FactsIter<'_> {
             Run::Open(it) => it,
         };
         if let Some(first) = facts.next() {
-            self.open
-                .push(std::cmp::Reverse((first.order(), self.heads.len())));
-            self.heads.push((first, facts));
+            let slot = match self.free.pop() {
+                Some(i) => {
+                    self.heads[i] = (first, facts);
+                    i
+                }
+                None => {
+                    self.heads.push((first, facts));
+                    self.heads.len() - 1
+                }
+            };
+            self.open.push(std::cmp::Reverse((first.order(), slot)));
         }
     }
 }
@@ -326,8 +337,11 @@ impl Iterator for FactsIter<'_> {
                 *head = next;
                 self.open.push(std::cmp::Reverse((next.order(), i)));
             }
-            // Read out: its memory goes now (the slot stays, empty).
-            None => *rest = Vec::new().into_iter(),
+            // Read out: its memory goes now, and its slot to the next run.
+            None => {
+                *rest = Vec::new().into_iter();
+                self.free.push(i);
+            }
         }
         Some(out)
     }

@@ -92,7 +92,8 @@ class EventsByStream(Mapping[int, list[Event]]):
                     self.labels.append(label)
                 time = time or 0
                 if cols.in_order and cols.frames:
-                    cols.in_order = (time, frame) >= (cols.times[-1], cols.frames[-1])
+                    last = cols.times[-1]
+                    cols.in_order = time > last or (time == last and frame >= cols.frames[-1])
                 cols.frames.append(frame)
                 cols.times.append(time)
                 cols.codes.append(code)
@@ -103,8 +104,8 @@ class EventsByStream(Mapping[int, list[Event]]):
                     cols.dup_numbers.append(int(m[1]))
                     cols.acked.append(int(m[2]))
                     continue
-                # Short texts repeat (flag names); long ones (a duplicate ACK's frame)
-                # rarely do, and are kept as they come.
+                # Short texts repeat (flag names); long ones (a retransmission's frame
+                # and time since it was first sent) rarely do, and are kept as they come.
                 cols.details.append(details.setdefault(text, text) if len(text) < 24 else text)
                 cols.dup_numbers.append(0)
                 cols.acked.append(-1)
