@@ -66,10 +66,13 @@ pub(crate) struct Digest {
 }
 
 impl Digest {
+    /// `time_back`: the most a frame's time fell behind an earlier frame's
+    /// in the capture (0 when times only go forward).
     pub(crate) fn new(
         derived: crate::derived::Derived,
         tcp: &TcpAnalysis,
         convs: &ConversationTable,
+        time_back: i64,
     ) -> Self {
         let d = derived.seal();
         let facts = &d.facts;
@@ -102,6 +105,7 @@ impl Digest {
             interval,
             tcp,
             convs,
+            time_back,
         };
         let work = |largest: bool| {
             let mut done = Vec::new();

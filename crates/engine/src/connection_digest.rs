@@ -3,24 +3,26 @@
 //! and its unanswered requests, from its request facts read back from the
 //! spill in request order.
 //!
-//! The facts are never held all at once; they are read three times. The
-//! first reading measures how far the connection's times stray from request
-//! order: how far a request's times lie before its start (a request whose
-//! first segment was retransmitted), and how far a start lies before an
-//! earlier request's (a clock step back). The second gathers what the
-//! sweeps must know before they start (the round-trip floors the time
-//! profile's half round trips come from, where unanswered requests end, the
-//! SMB2 credit balance before the capture) and the summary row; the third
-//! sweeps concurrency and time profile. Each sweep turns requests into time
-//! points that it must visit in time order, and with those two distances
-//! it knows, at each request, a time no later point can come before: it
-//! sorts and visits the points before it now and then and keeps only the
-//! rest (see `in_order`). Memory is then what is outstanding plus 16 bytes
-//! a request (processing and response times, kept for exact medians)
-//! instead of every fact of the connection: a capture of one long copy is
-//! one connection with millions of requests. The order visited is a full
-//! sort's, so the tables are those of sorting everything at the end (tests
-//! below).
+//! The facts are never held all at once; they are read twice. Each sweep
+//! turns requests into time points that it must visit in time order, and
+//! knows, at each request, a time no later point can come before, from two
+//! distances measured while the capture was read: how far a request's times
+//! lie before its start (a request whose first segment was retransmitted,
+//! `Facts::lateness`), and how far a frame's time falls behind an earlier
+//! frame's (a clock step; a start is a frame's time, so starts in request
+//! order fall behind no further). It sorts and visits the points before
+//! that time now and then and keeps only the rest (see `in_order`). The
+//! first reading gathers what the sweeps must know before they start (the
+//! round-trip floors the time profile's half round trips come from, where
+//! unanswered requests end, the SMB2 credit balance before the capture) and
+//! the summary row; the second sweeps concurrency and time profile. Memory
+//! is then what is outstanding plus 16 bytes a request (processing and
+//! response times, kept for exact medians) instead of every fact of the
+//! connection: a capture of one long copy is one connection with millions
+//! of requests. The order visited is a full sort's, so the tables are those
+//! of sorting everything at the end (tests below). The first reading checks
+//! that the starts keep within the measured distance; should they not, the
+//! connection is digested with nothing released early.
 
 use std::collections::BTreeMap;
 
@@ -47,6 +49,8 @@ pub(crate) struct Inputs<'a> {
     pub interval: i64,
     pub tcp: &'a TcpAnalysis,
     pub convs: &'a ConversationTable,
+    /// The most a frame's time fell behind an earlier frame's.
+    pub time_back: i64,
 }
 
 /// The digest of connection `key` (see [`Facts::stream_keys`]).
@@ -66,8 +70,16 @@ fn digest_with(key: (bool, u32), inputs: &Inputs<'_>, release: bool) -> StreamDi
             ..Default::default()
         };
     }
-    let order = release.then(|| Disorder::of(facts.iter(key)));
+    let order = release.then(|| Disorder {
+        late: facts.lateness(key),
+        back: inputs.time_back,
+    });
     let scan = Scan::run(stream, facts.iter(key), &facts.names, order);
+    if order.is_some_and(|o| scan.back > o.back) {
+        // (Never, as starts are frames' times: a bug, and not a reason to
+        // give wrong tables.)
+        return digest_with(key, inputs, false);
+    }
     sweep(stream, scan, inputs, || facts.iter(key), order)
 }
 
@@ -80,24 +92,19 @@ struct Disorder {
     back: i64,
 }
 
-impl Disorder {
-    fn of(facts: impl Iterator<Item = TxFacts>) -> Self {
-        let mut d = Disorder::default();
-        let mut latest = i64::MIN;
-        for t in facts {
-            let rq = t.req_first_ts;
-            d.late = d.late.max(rq.saturating_sub(earliest(&t)));
-            latest = latest.max(rq);
-            d.back = d.back.max(latest.saturating_sub(rq));
-        }
-        d
-    }
+/// How far starts fall behind the latest earlier start, in request order.
+#[derive(Debug, Default)]
+struct StartLag {
+    latest: Option<i64>,
+    most: i64,
 }
 
-/// The earliest time of a request and its reply.
-fn earliest(t: &TxFacts) -> i64 {
-    let rq = t.req_first_ts.min(t.req_last_ts);
-    t.reply().map_or(rq, |r| rq.min(r.first_ts).min(r.last_ts))
+impl StartLag {
+    fn add(&mut self, start: i64) {
+        let latest = self.latest.map_or(start, |l| l.max(start));
+        self.most = self.most.max(latest.saturating_sub(start));
+        self.latest = Some(latest);
+    }
 }
 
 /// Where each request stands in its connection's order: before request
@@ -132,13 +139,15 @@ impl Bounds {
     }
 }
 
-/// The second reading of a connection's facts.
+/// The first reading of a connection's facts.
 struct Scan {
     summary: StreamSummary,
     protocols: BTreeMap<&'static str, ScanResult>,
     unanswered: Vec<TxFacts>,
     /// Earliest and latest time of any of the requests.
     bounds: (i64, i64),
+    /// The most a start fell behind an earlier one.
+    back: i64,
 }
 
 impl Scan {
@@ -154,9 +163,11 @@ impl Scan {
         let mut unanswered = Vec::new();
         let mut at = Bounds::new(order);
         let mut bounds: Option<(i64, i64)> = None;
+        let mut lag = StartLag::default();
         for (i, t) in facts.enumerate() {
             at.next(&t);
-            let lo = earliest(&t);
+            lag.add(t.req_first_ts);
+            let lo = t.earliest();
             let hi = t.req_first_ts.max(t.req_last_ts);
             let hi = t.reply().map_or(hi, |r| hi.max(r.first_ts).max(r.last_ts));
             bounds = Some(bounds.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))));
@@ -178,11 +189,12 @@ impl Scan {
                 .collect(),
             unanswered,
             bounds: bounds.unwrap_or((0, 0)),
+            back: lag.most,
         }
     }
 }
 
-/// The third reading: concurrency and time profile. `read` gives the facts
+/// The second reading: concurrency and time profile. `read` gives the facts
 /// in request order.
 fn sweep<I: Iterator<Item = TxFacts>>(
     stream: u32,
@@ -306,8 +318,13 @@ mod tests {
         f
     }
 
-    /// The digest of connection 5, swept as it comes and sorted at the end.
-    fn both_ways(f: &Facts) -> (String, String, Disorder) {
+    /// The digest of connection 5, swept as it comes (told that frame
+    /// times fall back by `time_back`, or by as much as its starts do) and
+    /// sorted at the end; and how far its times stray.
+    fn both_ways(f: &Facts, time_back: Option<i64>) -> (String, String, Disorder) {
+        let key = (false, 5);
+        let mut lag = StartLag::default();
+        f.iter(key).for_each(|t| lag.add(t.req_first_ts));
         let tcp = TcpAnalysis::default();
         let convs = ConversationTable::default();
         let inputs = Inputs {
@@ -315,18 +332,22 @@ mod tests {
             interval: crate::concurrency::interval_for(f),
             tcp: &tcp,
             convs: &convs,
+            time_back: time_back.unwrap_or(lag.most),
         };
-        let key = (false, 5);
         let show = |d: StreamDigest| {
             format!(
                 "{:?}\n{:?}\n{:?}\n{:?}\n{:?}",
                 d.concurrency, d.series, d.profile, d.summary, d.unanswered
             )
         };
+        let order = Disorder {
+            late: f.lateness(key),
+            back: lag.most,
+        };
         (
             show(digest_with(key, &inputs, true)),
             show(digest_with(key, &inputs, false)),
-            Disorder::of(f.iter(key)),
+            order,
         )
     }
 
@@ -337,7 +358,7 @@ mod tests {
     fn streamed_digest_equals_the_sorted_one() {
         // Up to 8 requests at a time, starts often equal.
         let f = connection(20_000, |i| (i / 3) as i64 * 150_000);
-        let (streamed, sorted, order) = both_ways(&f);
+        let (streamed, sorted, order) = both_ways(&f, None);
         assert!(order.late > 0 && order.back == 0, "{order:?}");
         assert!(streamed.contains("smb2") && streamed.contains("nfs"));
         assert_eq!(streamed, sorted);
@@ -354,8 +375,12 @@ mod tests {
                 t
             }
         });
-        let (streamed, sorted, order) = both_ways(&f);
+        let (streamed, sorted, order) = both_ways(&f, None);
         assert!(order.back > 0, "{order:?}");
+        assert_eq!(streamed, sorted);
+        // Told less than the starts show (never from a capture): the first
+        // reading notices, and nothing is released early.
+        let (streamed, sorted, _) = both_ways(&f, Some(0));
         assert_eq!(streamed, sorted);
     }
 }

@@ -90,6 +90,10 @@ pub fn analyze(paths: &[String], mut opts: AnalyzeOptions<'_>) -> Result<Analysi
     let decode_as = std::mem::take(&mut opts.decode_as);
     let keep_transactions = opts.keep_transactions;
     let mut frame: u64 = 0;
+    // The latest frame time so far, and the most a frame's time fell behind
+    // it (a clock step, frames out of order): the digest's sweeps rely on it
+    // (`connection_digest`).
+    let (mut latest_ts, mut time_back) = (i64::MIN, 0i64);
     let mut next_progress = opts.progress_interval;
     let (mut feeder, tcp_stage, app_stage) = pipeline::pipeline();
 
@@ -181,6 +185,12 @@ pub fn analyze(paths: &[String], mut opts: AnalyzeOptions<'_>) -> Result<Analysi
                 } else {
                     s.first_ts = Some(s.first_ts.map_or(pkt.ts_ns, |t| t.min(pkt.ts_ns)));
                     s.last_ts = Some(s.last_ts.map_or(pkt.ts_ns, |t| t.max(pkt.ts_ns)));
+                    // How far a frame's time falls behind an earlier frame's.
+                    if pkt.ts_ns >= latest_ts {
+                        latest_ts = pkt.ts_ns;
+                    } else {
+                        time_back = time_back.max(latest_ts.saturating_sub(pkt.ts_ns));
+                    }
                 }
 
                 let wire = pkt.orig_len as u64;
@@ -292,7 +302,8 @@ pub fn analyze(paths: &[String], mut opts: AnalyzeOptions<'_>) -> Result<Analysi
             crate::interner::OTHER_FILES
         ));
     }
-    let digest = crate::analysis::Digest::new(std::mem::take(&mut log.derived), &tcp, &convs);
+    let digest =
+        crate::analysis::Digest::new(std::mem::take(&mut log.derived), &tcp, &convs, time_back);
     crate::heap::give_back_free_memory();
     // The parsers' warnings (records not decoded, tables full).
     warnings.extend(log.warnings.iter().cloned());

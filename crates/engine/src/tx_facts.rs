@@ -113,6 +113,8 @@ type Order = (u64, u64, u64);
 struct StreamFacts {
     tail: Vec<TxFacts>,
     blocks: Vec<(Order, Packed)>,
+    /// Most any fact's times lie before its own start ([`TxFacts::earliest`]).
+    late: i64,
 }
 
 /// Every transaction's facts, by connection, and the names they use. The
@@ -140,6 +142,9 @@ impl Facts {
             None => (fact.req_first_ts, end),
         });
         let s = self.streams.entry((!fact.tcp(), fact.stream)).or_default();
+        s.late = s
+            .late
+            .max(fact.req_first_ts.saturating_sub(fact.earliest()));
         s.tail.push(fact);
         if s.tail.len() >= BLOCK {
             // Sorted, so that a connection reads back as a merge of sorted
@@ -223,6 +228,13 @@ impl Facts {
             .collect();
         keys.sort_unstable();
         keys
+    }
+
+    /// How far before its own start any of a connection's facts has a time
+    /// (a request whose first segment was retransmitted saw its last byte
+    /// first): 0 for an unknown key.
+    pub fn lateness(&self, key: (bool, u32)) -> i64 {
+        self.streams.get(&key).map_or(0, |s| s.late)
     }
 
     /// One connection's facts in request order (empty for an unknown key).
@@ -415,6 +427,13 @@ impl TxFacts {
 
     pub fn file(&self) -> Option<u32> {
         self.opt(HAS_FILE, self.file)
+    }
+
+    /// The earliest time of the request and its reply.
+    pub fn earliest(&self) -> i64 {
+        let rq = self.req_first_ts.min(self.req_last_ts);
+        self.reply()
+            .map_or(rq, |r| rq.min(r.first_ts).min(r.last_ts))
     }
 
     /// Service response time: last reply byte minus last request byte.
