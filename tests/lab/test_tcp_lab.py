@@ -211,9 +211,16 @@ def test_receive_window_limited_share(lab_dir: Path, side: str) -> None:
 
 @pytest.mark.parametrize("side", ["client", "server"])
 def test_starved_server_does_not_inflate_the_rtt(lab_dir: Path, side: str) -> None:
+    # The server was starved: its READs took tens of milliseconds (the load generator's
+    # own timing) ...
+    assert label(lab_dir, "server-latency")["loadgen"]["latency_ms"]["median"] > 5
     row = connection(lab_dir, "server-latency", side)
-    # A LAN: the network part is well under a millisecond on both sides ...
+    # ... yet on a LAN the network part is well under a millisecond on both sides.
     assert row["rtt_server_side_ms"] < 0.5 and row["rtt_client_side_ms"] < 0.5, row
     assert row["rtt_min_ms"] < 0.5, row
-    # ... while the server's ACKs, riding on its late replies, take ~25 ms.
-    assert row["rtt_server_side_median_ms"] > 5, row
+    # Whether the server's ACKs ride on its late replies (a median of ~27 ms here) is the
+    # server kernel's choice: on one CI machine it ACKed the requests at once (median
+    # 0.4 ms). Either way the median is the ACKs' own timing, never below the minimum;
+    # that late ACKs leave the minimum alone is pinned by crates/engine/src/tcp/rtt.rs's
+    # unit tests too.
+    assert row["rtt_server_side_median_ms"] >= row["rtt_server_side_ms"], row
