@@ -71,6 +71,7 @@ def _peak_rate_from_rows(c: Any, stream: int, d: str, rtt_ms: float | None) -> f
 def _check(path: str) -> int:
     from nastriage.capture import Capture
     from nastriage.diagnosis.context import Context
+    from nastriage.diagnosis.events import EventsByStream
     from nastriage.diagnosis.rules.loss import _peak_rate_bps
     from nastriage.diagnosis.rules.window import _series_window
 
@@ -93,6 +94,14 @@ def _check(path: str) -> int:
             else:
                 assert detail == e[4] and acked == -1
         assert ctx.events.kinds(stream) == {(e[2], e[3]) for e in evs}
+    # The live analysis regroups the events in the engine; the Python reader of the table
+    # (for tables read back from a file) keeps exactly the same columns.
+    assert capture.tcp_events_by_stream() is not None
+    from_table = EventsByStream(capture.plain_table("tcp_events"))
+    assert from_table.labels == labels and list(from_table) == list(ctx.events)
+    for stream in want:
+        a, b = ctx.events._streams[stream], from_table._streams[stream]
+        assert [getattr(a, n) for n in a.__slots__] == [getattr(b, n) for n in b.__slots__]
     windows, rows = _series_from_rows(capture)
     assert _series_window(ctx) == windows
     keys = {(int(s), str(d)) for s, d in zip(rows["stream"], rows["direction"])}

@@ -371,6 +371,17 @@ class Capture:
             self._plain[name] = table
         return table
 
+    def tcp_events_by_stream(self) -> tuple[list[tuple[str, str]], dict[int, Any]] | None:
+        """The ``tcp_events`` table regrouped by connection by the engine
+        (``Analysis.tcp_events_by_stream``: what :class:`~nastriage.diagnosis.events.
+        EventsByStream` keeps), or None when the tables do not come from a live analysis."""
+        from nastriage import _core
+
+        analysis: Any = self._analysis  # (a stand-in in tests)
+        if not isinstance(analysis, _core.Analysis):
+            return None
+        return analysis.tcp_events_by_stream()
+
     def tables(self) -> dict[str, pa.Table]:
         """All result tables by name."""
         return {name: self.table(name) for name in self.table_names}

@@ -200,6 +200,20 @@ impl Analysis {
         Some(whole.slice(start, stop - start))
     }
 
+    /// The `tcp_events` table's rows in table order as values: each event
+    /// with its `direction` column ("c2s" / "s2c"); its `kind` and `detail`
+    /// columns are `kind.name()` and `detail_text()`. For readers that
+    /// regroup the events (the diagnosis, by connection) without going
+    /// through Arrow and a string per row.
+    pub fn tcp_event_rows(
+        &self,
+    ) -> impl Iterator<Item = (crate::tcp::TcpEvent, &'static str)> + '_ {
+        self.tcp
+            .events()
+            .iter()
+            .map(|e| (e, tables::event_direction(&e, &self.conversations)))
+    }
+
     /// Rows of a table (None for an unknown name), without making
     /// `tcp_events`.
     pub fn table_len(&self, name: &str) -> Option<usize> {

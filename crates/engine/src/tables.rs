@@ -165,8 +165,7 @@ pub(crate) fn tcp_events_rows(
         frame.append_value(e.frame);
         time.append_value(e.ts);
         stream.append_value(e.stream);
-        let client = convs.get(e.stream).map_or(0, |c| c.client_direction().0);
-        direction.append_value(if e.dir == client { "c2s" } else { "s2c" });
+        direction.append_value(event_direction(&e, convs));
         kind.append_value(e.kind.name());
         detail.append_value(e.detail_text());
     }
@@ -189,6 +188,17 @@ pub(crate) fn tcp_events_rows(
     // The columns are built above with exactly these types and lengths.
     RecordBatch::try_new(Arc::new(Schema::new(fields)), cols)
         .expect("tcp_events columns match their schema")
+}
+
+/// A `tcp_events` row's `direction`: "c2s" or "s2c", from the
+/// conversation's client.
+pub(crate) fn event_direction(e: &crate::tcp::TcpEvent, convs: &ConversationTable) -> &'static str {
+    let client = convs.get(e.stream).map_or(0, |c| c.client_direction().0);
+    if e.dir == client {
+        "c2s"
+    } else {
+        "s2c"
+    }
 }
 
 /// `tcp_flag_counts`: frames per Wireshark flag per conversation (only the

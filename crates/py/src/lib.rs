@@ -2,6 +2,7 @@
 //! analysis with the GIL released and hands tables to Python through the
 //! Arrow PyCapsule stream interface (zero-copy for pyarrow, DuckDB, polars).
 
+mod events;
 mod lists;
 
 use std::sync::Arc;
@@ -11,7 +12,7 @@ use arrow_array::{RecordBatch, RecordBatchIterator};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyKeyError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyCapsule, PyDict, PyList};
+use pyo3::types::{PyCapsule, PyDict, PyList, PyTuple};
 
 use nastriage_engine::app::layer::AppKind;
 use nastriage_engine::{Analysis, AnalyzeOptions};
@@ -121,6 +122,12 @@ impl PyAnalysis {
         self.inner
             .table_len(name)
             .ok_or_else(|| PyKeyError::new_err(format!("no table named {name:?}")))
+    }
+
+    /// The `tcp_events` table regrouped by connection, as the diagnosis
+    /// reads it (see `events.rs`).
+    fn tcp_events_by_stream<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        events::by_stream(py, &self.inner)
     }
 }
 

@@ -345,9 +345,15 @@ class Context:
     def events(self) -> EventsByStream:
         """stream -> its ``tcp_events`` in time order (made anew at each lookup, from
         compact columns: see :mod:`nastriage.diagnosis.events`)."""
-        return self._cached(  # type: ignore[no-any-return]
-            "events", lambda: EventsByStream(self.table("tcp_events"))
-        )
+        return self._cached("events", self._build_events)  # type: ignore[no-any-return]
+
+    def _build_events(self) -> EventsByStream:
+        # A live analysis regroups the events itself (see Capture.tcp_events_by_stream).
+        grouped = getattr(self.capture, "tcp_events_by_stream", None)
+        found = grouped() if grouped is not None else None
+        if found is not None:
+            return EventsByStream.from_grouped(found)
+        return EventsByStream(self.table("tcp_events"))
 
     # -- tcp_series --------------------------------------------------------------------------
 

@@ -110,6 +110,33 @@ class EventsByStream(Mapping[int, list[Event]]):
                 cols.dup_numbers.append(0)
                 cols.acked.append(-1)
 
+    @classmethod
+    def from_grouped(cls, grouped: tuple[list[tuple[str, str]], dict[int, Any]]) -> EventsByStream:
+        """The same, from the engine's own regrouping of the table
+        (``Analysis.tcp_events_by_stream``): its columns as bytes, made without a Python
+        object per cell."""
+        out = cls(None)
+        labels, streams = grouped
+        out.labels = [(str(d), str(k)) for d, k in labels]
+        for stream, (
+            frames,
+            times,
+            codes,
+            details,
+            acked,
+            dup_numbers,
+            in_order,
+        ) in streams.items():
+            cols = out._streams[int(stream)] = _Columns()
+            cols.frames.frombytes(frames)
+            cols.times.frombytes(times)
+            cols.codes.frombytes(codes)
+            cols.details = details
+            cols.acked.frombytes(acked)
+            cols.dup_numbers.frombytes(dup_numbers)
+            cols.in_order = bool(in_order)
+        return out
+
     def ordered(self, stream: int) -> Iterator[Row]:
         """The connection's events in time order (frames breaking ties) as plain rows
         (see :data:`Row`; ``labels[code]`` is the event's direction and kind)."""
