@@ -96,12 +96,16 @@ def _check(path: str) -> int:
         assert ctx.events.kinds(stream) == {(e[2], e[3]) for e in evs}
     # The live analysis regroups the events in the engine; the Python reader of the table
     # (for tables read back from a file) keeps exactly the same columns.
-    assert capture.tcp_events_by_stream() is not None
+    # (Also when the engine hands them over a few rows at a time.)
     from_table = EventsByStream(capture.plain_table("tcp_events"))
-    assert from_table.labels == labels and list(from_table) == list(ctx.events)
-    for stream in want:
-        a, b = ctx.events._streams[stream], from_table._streams[stream]
-        assert [getattr(a, n) for n in a.__slots__] == [getattr(b, n) for n in b.__slots__]
+    grouped = capture.tcp_events_by_stream(rows=7)
+    assert grouped is not None
+    in_pieces = EventsByStream.from_grouped(grouped)
+    for other in (from_table, in_pieces):
+        assert other.labels == labels and list(other) == list(ctx.events)
+        for stream in want:
+            a, b = ctx.events._streams[stream], other._streams[stream]
+            assert [getattr(a, n) for n in a.__slots__] == [getattr(b, n) for n in b.__slots__]
     windows, rows = _series_from_rows(capture)
     assert _series_window(ctx) == windows
     keys = {(int(s), str(d)) for s, d in zip(rows["stream"], rows["direction"])}
@@ -158,3 +162,50 @@ def test_events_out_of_time_order_come_sorted() -> None:
         rows[0][:2] + rows[0][3:],
     ]
     assert events.kinds(2) == {("c2s", "lost_segment")} and events.count() == 4
+
+
+def _step_clock_back(src: Path, dst: Path, seconds: int, first: int) -> None:
+    """Copy a classic pcap (microseconds, little-endian, as the generator writes),
+    setting frame ``first`` (numbered from 1) and those after it ``seconds`` back: a
+    clock step."""
+    import struct
+
+    data = src.read_bytes()
+    assert data[:4] == b"\xd4\xc3\xb2\xa1"
+    offsets = []
+    at = 24
+    while at + 16 <= len(data):
+        offsets.append(at)
+        at += 16 + struct.unpack_from("<I", data, at + 8)[0]
+    out = bytearray(data)
+    for at in offsets[first - 1 :]:
+        sec = struct.unpack_from("<I", out, at)[0]
+        struct.pack_into("<I", out, at, sec - seconds)
+    dst.write_bytes(bytes(out))
+
+
+def test_engine_grouping_of_events_out_of_time_order(tmp_path: Path) -> None:
+    """A clock step puts a connection's flags out of time order in the table: the
+    engine's regrouping, handed over a few rows at a time, says so as the Python reader
+    does, and both walk the events in the same (time, frame) order."""
+    from nastriage.capture import Capture
+    from nastriage.diagnosis.events import EventsByStream
+
+    src = bench_capture(tmp_path, size="8M", seed=3)
+    # The step falls amid the events of the connection with the most.
+    events = EventsByStream(Capture.analyze(str(src)).plain_table("tcp_events"))
+    most = max(events._streams.values(), key=lambda c: len(c.frames))
+    stepped = tmp_path / "stepped.pcap"
+    _step_clock_back(src, stepped, 5, most.frames[len(most.frames) // 2])
+    capture = Capture.analyze(str(stepped))
+    from_table = EventsByStream(capture.plain_table("tcp_events"))
+    assert any(not c.in_order for c in from_table._streams.values())
+    for rows in (1, 5, 64, 65536):
+        grouped = capture.tcp_events_by_stream(rows=rows)
+        assert grouped is not None
+        pieces = EventsByStream.from_grouped(grouped)
+        assert pieces.labels == from_table.labels and list(pieces) == list(from_table)
+        for stream, a in from_table._streams.items():
+            b = pieces._streams[stream]
+            assert [getattr(a, n) for n in a.__slots__] == [getattr(b, n) for n in b.__slots__]
+            assert list(pieces.ordered(stream)) == list(from_table.ordered(stream))

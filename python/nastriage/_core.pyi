@@ -68,16 +68,18 @@ class Analysis:
     def table_len(self, name: str) -> int:
         """Rows of the named table, without making it where the engine can."""
     def tcp_events_by_stream(
-        self,
+        self, start: int, stop: int, labels: list[tuple[str, str]]
     ) -> tuple[
         list[tuple[str, str]],
         dict[int, tuple[bytes, bytes, bytes, list[str | None], bytes, bytes, bool]],
     ]:
-        """The ``tcp_events`` table regrouped by connection: (direction, kind) labels
-        numbered by first appearance, and per stream (in order of its first event) its
-        frames, times (native int64 bytes), label codes (uint16), details (None for a
-        duplicate ACK), acknowledged frames and duplicate-ACK numbers (int64; -1 and 0
-        for other events) and whether the rows are already in (time, frame) order."""
+        """Rows ``start..stop`` (clamped) of ``tcp_events`` regrouped by connection: the
+        (direction, kind) labels numbered by first appearance (``labels``, those of the
+        rows before, and those these rows add), and per stream (in order of its first
+        event in these rows) its frames, times (native int64 bytes), label codes (uint16),
+        details (None for a duplicate ACK), acknowledged frames and duplicate-ACK numbers
+        (int64; -1 and 0 for other events) and whether these rows of it are in (time,
+        frame) order."""
 
 def analyze(
     paths: list[str],

@@ -189,6 +189,15 @@ def column_chunks(
         yield read_columns(table, names, start, start + rows)
 
 
+def _grouped_events(
+    analysis: Any, rows: int
+) -> Iterator[tuple[list[tuple[str, str]], dict[int, Any]]]:
+    labels: list[tuple[str, str]] = []
+    for start in range(0, int(analysis.table_len("tcp_events")), rows):
+        labels, streams = analysis.tcp_events_by_stream(start, start + rows, labels)
+        yield labels, streams
+
+
 def readable_table(capture: Any, name: str) -> Any:
     """A capture's table for :func:`read_columns` / :func:`read_rows`: its
     :meth:`Capture.plain_table` (no pyarrow), or ``table(name)`` for a stand-in capture
@@ -371,16 +380,19 @@ class Capture:
             self._plain[name] = table
         return table
 
-    def tcp_events_by_stream(self) -> tuple[list[tuple[str, str]], dict[int, Any]] | None:
-        """The ``tcp_events`` table regrouped by connection by the engine
-        (``Analysis.tcp_events_by_stream``: what :class:`~nastriage.diagnosis.events.
-        EventsByStream` keeps), or None when the tables do not come from a live analysis."""
+    def tcp_events_by_stream(
+        self, rows: int = 65536
+    ) -> Iterator[tuple[list[tuple[str, str]], dict[int, Any]]] | None:
+        """The ``tcp_events`` table regrouped by connection by the engine, ``rows`` rows at
+        a time (``Analysis.tcp_events_by_stream``: what :class:`~nastriage.diagnosis.
+        events.EventsByStream` keeps), or None when the tables do not come from a live
+        analysis."""
         from nastriage import _core
 
         analysis: Any = self._analysis  # (a stand-in in tests)
         if not isinstance(analysis, _core.Analysis):
             return None
-        return analysis.tcp_events_by_stream()
+        return _grouped_events(analysis, rows)
 
     def tables(self) -> dict[str, pa.Table]:
         """All result tables by name."""

@@ -200,17 +200,19 @@ impl Analysis {
         Some(whole.slice(start, stop - start))
     }
 
-    /// The `tcp_events` table's rows in table order as values: each event
-    /// with its `direction` column ("c2s" / "s2c"); its `kind` and `detail`
-    /// columns are `kind.name()` and `detail_text()`. For readers that
-    /// regroup the events (the diagnosis, by connection) without going
-    /// through Arrow and a string per row.
+    /// Rows `start..stop` (clamped) of the `tcp_events` table as values:
+    /// each event with its `direction` column ("c2s" / "s2c"); its `kind`
+    /// and `detail` columns are `kind.name()` and `detail_text()`. For
+    /// readers that regroup the events (the diagnosis, by connection)
+    /// without going through Arrow and a string per row.
     pub fn tcp_event_rows(
         &self,
+        start: usize,
+        stop: usize,
     ) -> impl Iterator<Item = (crate::tcp::TcpEvent, &'static str)> + '_ {
         self.tcp
             .events()
-            .iter()
+            .range(start, stop)
             .map(|e| (e, tables::event_direction(&e, &self.conversations)))
     }
 

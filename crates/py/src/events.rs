@@ -51,31 +51,45 @@ impl Columns {
     }
 }
 
-/// `(labels, streams)`: labels are the (direction, kind) pairs numbered by
-/// first appearance in the table; streams maps each connection, in order
-/// of its first event, to `(frames, times, codes, details, acked,
-/// dup_numbers, in_order)` — native-endian i64 / u16 / i64 / i64 bytes and
-/// a list of detail texts (None for a duplicate ACK, whose numbers are in
-/// `dup_numbers` and `acked`; elsewhere those hold 0 and -1).
-pub(crate) fn by_stream<'py>(py: Python<'py>, a: &Analysis) -> PyResult<Bound<'py, PyTuple>> {
-    let mut labels: Vec<(&'static str, &'static str)> = Vec::new();
-    let mut code_of: HashMap<(&'static str, &'static str), u16> = HashMap::new();
+/// Rows `start..stop` of `tcp_events` regrouped: `(labels, streams)`.
+/// `labels` are the (direction, kind) pairs numbered by first appearance
+/// in the table: the caller's `known` ones (from earlier rows) and those
+/// these rows add. `streams` maps each connection, in order of its first
+/// event here, to `(frames, times, codes, details, acked, dup_numbers,
+/// in_order)` — native-endian i64 / i64 / u16 / i64 / i64 bytes and a list
+/// of detail texts (None for a duplicate ACK, whose numbers are in
+/// `dup_numbers` and `acked`; elsewhere those hold 0 and -1), and whether
+/// these rows of the connection are in (time, frame) order. Read a range at
+/// a time, the bytes of a lossy copy's hundreds of thousands of events are
+/// never all held twice.
+pub(crate) fn by_stream<'py>(
+    py: Python<'py>,
+    a: &Analysis,
+    start: usize,
+    stop: usize,
+    known: Vec<(String, String)>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    // The labels by name; `codes` caches them by the engine's static names
+    // so that an event costs no allocation.
+    let mut labels: Vec<(String, String)> = known;
+    let mut by_name: HashMap<(String, String), u16> = HashMap::new();
+    for (i, l) in labels.iter().enumerate() {
+        by_name.insert(l.clone(), u16::try_from(i).unwrap_or(u16::MAX));
+    }
+    let mut codes: HashMap<(&'static str, &'static str), u16> = HashMap::new();
     let mut order: Vec<u32> = Vec::new();
     let mut streams: HashMap<u32, Columns> = HashMap::new();
     let mut shared: HashMap<String, Py<PyString>> = HashMap::new();
-    for (e, direction) in a.tcp_event_rows() {
+    for (e, direction) in a.tcp_event_rows(start, stop) {
         let kind = e.kind.name();
-        let label = (direction, kind);
-        let code = match code_of.get(&label) {
-            Some(&c) => c,
-            None => {
+        let code = *codes.entry((direction, kind)).or_insert_with(|| {
+            let name = (direction.to_string(), kind.to_string());
+            *by_name.entry(name.clone()).or_insert_with(|| {
                 // Labels are (direction, flag) pairs: a few dozen at most.
-                let c = u16::try_from(labels.len()).unwrap_or(u16::MAX);
-                labels.push(label);
-                code_of.insert(label, c);
-                c
-            }
-        };
+                labels.push(name);
+                u16::try_from(labels.len() - 1).unwrap_or(u16::MAX)
+            })
+        });
         let cols = streams.entry(e.stream).or_insert_with(|| {
             order.push(e.stream);
             Columns::default()

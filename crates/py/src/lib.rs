@@ -124,10 +124,17 @@ impl PyAnalysis {
             .ok_or_else(|| PyKeyError::new_err(format!("no table named {name:?}")))
     }
 
-    /// The `tcp_events` table regrouped by connection, as the diagnosis
-    /// reads it (see `events.rs`).
-    fn tcp_events_by_stream<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        events::by_stream(py, &self.inner)
+    /// Rows `start..stop` of `tcp_events` regrouped by connection, as the
+    /// diagnosis reads them; `labels` are those of the rows before (see
+    /// `events.rs`).
+    fn tcp_events_by_stream<'py>(
+        &self,
+        py: Python<'py>,
+        start: usize,
+        stop: usize,
+        labels: Vec<(String, String)>,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        events::by_stream(py, &self.inner, start, stop, labels)
     }
 }
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import operator
 import re
 from array import array
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 from nastriage.capture import column_chunks
@@ -111,30 +111,34 @@ class EventsByStream(Mapping[int, list[Event]]):
                 cols.acked.append(-1)
 
     @classmethod
-    def from_grouped(cls, grouped: tuple[list[tuple[str, str]], dict[int, Any]]) -> EventsByStream:
-        """The same, from the engine's own regrouping of the table
-        (``Analysis.tcp_events_by_stream``): its columns as bytes, made without a Python
+    def from_grouped(
+        cls, chunks: Iterable[tuple[list[tuple[str, str]], dict[int, Any]]]
+    ) -> EventsByStream:
+        """The same, from the engine's own regrouping of the table a range of rows at a
+        time (``Analysis.tcp_events_by_stream``): columns as bytes, made without a Python
         object per cell."""
         out = cls(None)
-        labels, streams = grouped
-        out.labels = [(str(d), str(k)) for d, k in labels]
-        for stream, (
-            frames,
-            times,
-            codes,
-            details,
-            acked,
-            dup_numbers,
-            in_order,
-        ) in streams.items():
-            cols = out._streams[int(stream)] = _Columns()
-            cols.frames.frombytes(frames)
-            cols.times.frombytes(times)
-            cols.codes.frombytes(codes)
-            cols.details = details
-            cols.acked.frombytes(acked)
-            cols.dup_numbers.frombytes(dup_numbers)
-            cols.in_order = bool(in_order)
+        streams = out._streams
+        for labels, chunk in chunks:
+            out.labels = [(str(d), str(k)) for d, k in labels]
+            for stream, (frames, times, codes, details, acked, dups, in_order) in chunk.items():
+                cols = streams.get(stream)
+                if cols is None:
+                    cols = streams[stream] = _Columns()
+                n = len(cols.frames)
+                cols.frames.frombytes(frames)
+                cols.times.frombytes(times)
+                cols.codes.frombytes(codes)
+                cols.details.extend(details)
+                cols.acked.frombytes(acked)
+                cols.dup_numbers.frombytes(dups)
+                if cols.in_order:
+                    # In order within these rows, and from the rows before to them.
+                    cols.in_order = bool(in_order) and (
+                        n == 0
+                        or (cols.times[n], cols.frames[n])
+                        >= (cols.times[n - 1], cols.frames[n - 1])
+                    )
         return out
 
     def ordered(self, stream: int) -> Iterator[Row]:
