@@ -210,40 +210,44 @@ def analyse_stream(ctx: Context, stream: int, d: str) -> LossAnalysis:
     unseen_times: list[int] = []
     unseen_bytes = 0
     runs_by_ack: dict[int, DupRun] = {}
-    labels = ctx.events.labels
+    # What each (direction, kind) label means here, looked up once per label and not
+    # once per event (a lossy copy walks a hundred thousand events per direction).
+    actions = [_action(label, d, rd) for label in ctx.events.labels]
     for frame, time, code, detail, acked in ctx.events.ordered(stream):
-        direction, kind = labels[code]
-        if direction == d:
-            if kind in RESENT_KINDS and frame not in seen_frames and time not in zw:
+        action = actions[code]
+        if action == _DUP_ACK:
+            if acked >= 0:
+                key = acked
+            else:
+                m = _DUP.search(detail or "")
+                key = int(m.group(2)) if m else frame
+            run = runs_by_ack.get(key)
+            if run is None:
+                run = runs_by_ack[key] = DupRun(key, time, frame)
+            run.last = time
+            run.count += 1
+        elif action == _SKIP:
+            continue
+        elif action <= _SPURIOUS:
+            if frame not in seen_frames and time not in zw:
                 seen_frames.add(frame)
                 resent_frames.append(frame)
                 resent_times.append(time)
                 m = _RTO.search(detail or "")
                 resent_rto.append(float(m.group(1)) if m else math.nan)
-            if kind == "spurious_retransmission":
+            if action == _SPURIOUS:
                 spurious += 1
-            elif kind == "lost_segment":
-                hole_times.append(time)
-        elif direction == rd:
-            if kind == "duplicate_ack":
-                if acked >= 0:
-                    key = acked
-                else:
-                    m = _DUP.search(detail or "")
-                    key = int(m.group(2)) if m else frame
-                run = runs_by_ack.get(key)
-                if run is None:
-                    run = runs_by_ack[key] = DupRun(key, time, frame)
-                run.last = time
-                run.count += 1
-            elif kind == "ack_lost_segment":
-                ack_unseen_count += 1
-                if len(ack_unseen) < KEEP:
-                    ack_unseen.append(Event(frame, time, direction, kind, detail or ""))
-                unseen_times.append(time)
-                m = _BYTES.search(detail or "")
-                if m:
-                    unseen_bytes += int(m.group(1))
+        elif action == _HOLE:
+            hole_times.append(time)
+        else:  # _UNSEEN
+            ack_unseen_count += 1
+            if len(ack_unseen) < KEEP:
+                direction, kind = ctx.events.labels[code]
+                ack_unseen.append(Event(frame, time, direction, kind, detail or ""))
+            unseen_times.append(time)
+            m = _BYTES.search(detail or "")
+            if m:
+                unseen_bytes += int(m.group(1))
     seen_frames.clear()
     runs = sorted((r for r in runs_by_ack.values() if r.first not in zw), key=lambda r: r.first)
     runs_by_ack.clear()
@@ -354,6 +358,29 @@ def analyse_stream(ctx: Context, stream: int, d: str) -> LossAnalysis:
         episode_count=len(episodes),
         first_episode_segments=first_episode,
     )
+
+
+#: What :func:`analyse_stream` does with an event, by its label (see :func:`_action`).
+_SKIP, _RESENT, _SPURIOUS, _HOLE, _DUP_ACK, _UNSEEN = range(6)
+
+
+def _action(label: tuple[str, str], d: str, rd: str) -> int:
+    """The action for events labelled (direction, kind) when the data flows in ``d``
+    (``rd`` the other way)."""
+    direction, kind = label
+    if direction == d:
+        if kind == "spurious_retransmission":
+            return _SPURIOUS
+        if kind in RESENT_KINDS:
+            return _RESENT
+        if kind == "lost_segment":
+            return _HOLE
+    elif direction == rd:
+        if kind == "duplicate_ack":
+            return _DUP_ACK
+        if kind == "ack_lost_segment":
+            return _UNSEEN
+    return _SKIP
 
 
 def _followed(t: int, times: list[int], window_ns: int) -> bool:
