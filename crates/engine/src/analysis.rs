@@ -90,15 +90,15 @@ impl Digest {
         let left = std::sync::Mutex::new(&by_size[..]);
         let take = |largest: bool| {
             let mut left = left.lock().unwrap_or_else(|e| e.into_inner());
-            let (item, rest) = if largest {
+            let (key, rest) = if largest {
                 let (last, rest) = left.split_last()?;
-                (*last, rest)
+                (last.0, rest)
             } else {
                 let (first, rest) = left.split_first()?;
-                (*first, rest)
+                (first.0, rest)
             };
             *left = rest;
-            Some(item)
+            Some(key)
         };
         let inputs = crate::connection_digest::Inputs {
             facts,
@@ -109,8 +109,8 @@ impl Digest {
         };
         let work = |largest: bool| {
             let mut done = Vec::new();
-            while let Some((key, n)) = take(largest) {
-                done.push((key, crate::connection_digest::digest(key, n, &inputs)));
+            while let Some(key) = take(largest) {
+                done.push((key, crate::connection_digest::digest(key, &inputs)));
             }
             done
         };

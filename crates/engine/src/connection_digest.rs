@@ -53,27 +53,14 @@ pub(crate) struct Inputs<'a> {
     pub time_back: i64,
 }
 
-/// Requests from which a connection's two sweeps run on two threads: a
-/// single long copy is one connection, which would otherwise leave one of
-/// the two cores idle after the pass.
-pub(crate) const TWO_THREADS: usize = 20_000;
-
-/// The digest of connection `key` (see [`Facts::stream_keys`]), which has
-/// `requests` requests.
-pub(crate) fn digest(key: (bool, u32), requests: usize, inputs: &Inputs<'_>) -> StreamDigest {
-    digest_with(key, inputs, true, requests >= TWO_THREADS)
+/// The digest of connection `key` (see [`Facts::stream_keys`]).
+pub(crate) fn digest(key: (bool, u32), inputs: &Inputs<'_>) -> StreamDigest {
+    digest_with(key, inputs, true)
 }
 
 /// [`digest`]; without `release`, every sweep keeps its points to the end
-/// and sorts them all then (tests: the reference the releases must match);
-/// with `two_threads`, the concurrency sweeps and the time profile's read
-/// the facts each on a thread of their own.
-fn digest_with(
-    key: (bool, u32),
-    inputs: &Inputs<'_>,
-    release: bool,
-    two_threads: bool,
-) -> StreamDigest {
+/// and sorts them all then (tests: the reference the releases must match).
+fn digest_with(key: (bool, u32), inputs: &Inputs<'_>, release: bool) -> StreamDigest {
     let (udp, stream) = key;
     let facts = inputs.facts;
     if udp {
@@ -91,9 +78,9 @@ fn digest_with(
     if order.is_some_and(|o| scan.back > o.back) {
         // (Never, as starts are frames' times: a bug, and not a reason to
         // give wrong tables.)
-        return digest_with(key, inputs, false, two_threads);
+        return digest_with(key, inputs, false);
     }
-    sweep(stream, scan, inputs, || facts.iter(key), order, two_threads)
+    sweep(stream, scan, inputs, || facts.iter(key), order)
 }
 
 /// How far a connection's times stray from request order (ns).
@@ -208,15 +195,13 @@ impl Scan {
 }
 
 /// The second reading: concurrency and time profile. `read` gives the facts
-/// in request order; with `two_threads` each sweep reads them on a thread
-/// of its own (the same facts in the same order: the same tables).
+/// in request order.
 fn sweep<I: Iterator<Item = TxFacts>>(
     stream: u32,
     scan: Scan,
     inputs: &Inputs<'_>,
-    read: impl Fn() -> I + Sync,
+    read: impl Fn() -> I,
     order: Option<Disorder>,
-    two_threads: bool,
 ) -> StreamDigest {
     let names = &inputs.facts.names;
     let mut sweeps: BTreeMap<&'static str, ProtocolSweep> = scan
@@ -234,50 +219,14 @@ fn sweep<I: Iterator<Item = TxFacts>>(
         order.map(|d| d.late),
     );
     let storage = |t: &TxFacts| is_storage(names.protocol(t));
-    let concurrency = |sweeps: &mut BTreeMap<&'static str, ProtocolSweep>| {
-        let mut at = Bounds::new(order);
-        for (i, t) in read().enumerate() {
-            at.next(&t);
-            if let Some(sw) = sweeps.get_mut(names.protocol(&t)) {
-                sw.add(i as u64, &t, at.points());
-            }
+    let mut at = Bounds::new(order);
+    for (i, t) in read().enumerate() {
+        at.next(&t);
+        if let Some(sw) = sweeps.get_mut(names.protocol(&t)) {
+            sw.add(i as u64, &t, at.points());
         }
-    };
-    let time_profile = |profile: &mut ProfileSweep| {
-        let mut at = Bounds::new(order);
-        for (i, t) in read().enumerate() {
-            at.next(&t);
-            if storage(&t) {
-                profile.add(i as u64, &t, at.starts());
-            }
-        }
-    };
-    if two_threads {
-        // (A lock nobody waits for: it only lets this thread run the sweeps
-        // itself should no thread be had.)
-        let shared = std::sync::Mutex::new(sweeps);
-        let run = || concurrency(&mut shared.lock().unwrap_or_else(|e| e.into_inner()));
-        std::thread::scope(|scope| {
-            let helper = std::thread::Builder::new()
-                .name("nastriage-digest".into())
-                .spawn_scoped(scope, run);
-            time_profile(&mut profile);
-            match helper {
-                Ok(h) => crate::driver::joined(h.join()),
-                Err(_) => run(),
-            }
-        });
-        sweeps = shared.into_inner().unwrap_or_else(|e| e.into_inner());
-    } else {
-        let mut at = Bounds::new(order);
-        for (i, t) in read().enumerate() {
-            at.next(&t);
-            if let Some(sw) = sweeps.get_mut(names.protocol(&t)) {
-                sw.add(i as u64, &t, at.points());
-            }
-            if storage(&t) {
-                profile.add(i as u64, &t, at.starts());
-            }
+        if storage(&t) {
+            profile.add(i as u64, &t, at.starts());
         }
     }
     let mut d = StreamDigest {
@@ -371,8 +320,7 @@ mod tests {
 
     /// The digest of connection 5, swept as it comes (told that frame
     /// times fall back by `time_back`, or by as much as its starts do) and
-    /// sorted at the end, each checked to be the same with the sweeps on
-    /// two threads; and how far its times stray.
+    /// sorted at the end; and how far its times stray.
     fn both_ways(f: &Facts, time_back: Option<i64>) -> (String, String, Disorder) {
         let key = (false, 5);
         let mut lag = StartLag::default();
@@ -396,12 +344,11 @@ mod tests {
             late: f.lateness(key),
             back: lag.most,
         };
-        let streamed = show(digest_with(key, &inputs, true, false));
-        // The sweeps on two threads read the same facts alike.
-        assert_eq!(streamed, show(digest_with(key, &inputs, true, true)));
-        let sorted = show(digest_with(key, &inputs, false, false));
-        assert_eq!(sorted, show(digest_with(key, &inputs, false, true)));
-        (streamed, sorted, order)
+        (
+            show(digest_with(key, &inputs, true)),
+            show(digest_with(key, &inputs, false)),
+            order,
+        )
     }
 
     /// Thousands of requests (many releases of every sweep), some whose
