@@ -5,7 +5,8 @@ ACKs), and a single file copy puts them all on one connection. As one tuple each
 their integers and strings, they took about 230 bytes an event for the whole diagnosis,
 more than every other table together, and memory grew with the capture. Here a
 connection's events are columns (integer arrays, a small code per event; a duplicate ACK's
-detail kept as the two numbers it holds), read from the table a few thousand rows at a
+detail kept as the two numbers it holds), handed over already grouped by a live analysis
+(:meth:`EventsByStream.from_grouped`) or read from the table a few thousand rows at a
 time; :meth:`EventsByStream.ordered` walks them without making an object per event, and
 :class:`Event` tuples are made only for the events a rule keeps (or when a connection's
 list is asked for).
