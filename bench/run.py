@@ -148,7 +148,11 @@ def run_concurrent(cmds: list[list[str]], workdir: Path) -> dict[str, Any]:
 
 def repeat(n: int, fn: Any) -> dict[str, Any]:
     """Run fn() n times; the median run (by wall time) plus every run."""
-    runs = [fn() for _ in range(n)]
+    return median_run([fn() for _ in range(n)])
+
+
+def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The median run by wall time (of those that succeeded), with every run's wall time."""
     for r in runs:
         if r.get("exit_code", 0) != 0:
             print(
@@ -156,11 +160,35 @@ def repeat(n: int, fn: Any) -> dict[str, Any]:
                 flush=True,
             )
     ok = [r for r in runs if r.get("exit_code", 0) == 0] or runs
-    ok.sort(key=lambda r: r["wall_s"])
+    ok = sorted(ok, key=lambda r: r["wall_s"])
     best = dict(ok[len(ok) // 2])
     best["runs_wall_s"] = [r["wall_s"] for r in runs]
     best["min_wall_s"] = ok[0]["wall_s"]
     return best
+
+
+def paired_ratio(
+    tool_runs: list[dict[str, Any]], base_runs: list[dict[str, Any]], key: str
+) -> tuple[float | None, list[float]]:
+    """The median over rounds of tool ÷ base, each ratio taken within one round.
+
+    Rounds whose run failed on either side, or whose base value is zero, are
+    left out; None when no round is left.
+    """
+    ratios = [
+        t[key] / b[key]
+        for t, b in zip(tool_runs, base_runs)
+        if t.get("exit_code", 0) == 0 and b.get("exit_code", 0) == 0 and b.get(key)
+    ]
+    return (statistics.median(ratios) if ratios else None), ratios
+
+
+def rotated(items: list[str], i: int) -> list[str]:
+    """`items` starting at position i (mod its length): round i's order."""
+    if not items:
+        return []
+    k = i % len(items)
+    return items[k:] + items[:k]
 
 
 # ---------------------------------------------------------------------------
@@ -344,9 +372,8 @@ def bench_capture(
 ) -> dict[str, Any]:
     size = path.stat().st_size
     warm(path)
-    results: dict[str, Any] = {}
     json_out = workdir / "out.json"
-    commands = {
+    commands: dict[str, tuple[list[str], Path | None]] = {
         "cat": (["cat", str(path)], None),
         # -n: no reverse DNS lookups (on a machine without a resolver they
         # add seconds of timeouts that have nothing to do with the analysis).
@@ -354,33 +381,49 @@ def bench_capture(
         "tshark": (["tshark", *TSHARK_ARGS, "-r", str(path)], workdir / "tshark.txt"),
         "nastriage": ([*nastriage, "analyze", str(path), "--json", str(json_out)], None),
     }
+    available = []
     for tool in tools:
-        cmd, out = commands[tool]
+        cmd = commands[tool][0]
         if tool != "nastriage" and not shutil.which(cmd[0]):
             print(f"  {tool}: not installed, skipped", flush=True)
             continue
-        print(f"  {tool} ...", end="", flush=True)
+        available.append(tool)
 
-        def warm_then_run(cmd: list[str] = cmd, out: Path | None = out) -> dict[str, Any]:
-            # Warmed before every run, so no run depends on what the one before it
-            # left in the page cache (tshark takes several GB on the larger captures).
-            warm(path)
-            return run_one(cmd, out, workdir)
+    def warm_then_run(tool: str) -> dict[str, Any]:
+        # Warmed before every run, so no run depends on what the one before it
+        # left in the page cache (tshark takes several GB on the larger captures).
+        cmd, out = commands[tool]
+        warm(path)
+        return run_one(cmd, out, workdir)
 
-        r = repeat(n, warm_then_run)
-        r["load_avg_after"] = os.getloadavg()
-        results[tool] = r
-        status = "" if r["exit_code"] == 0 else f" (exit {r['exit_code']})"
-        print(f" {r['wall_s']:.2f} s{status}", flush=True)
+    # In rounds: every tool once per round, the order rotating from round to
+    # round. The host's speed drifts over minutes (other virtual machines on
+    # it), so the tools' runs are kept close in time, and each ratio is taken
+    # within its round (paired) before the median over rounds is taken.
+    runs: dict[str, list[dict[str, Any]]] = {tool: [] for tool in available}
+    for i in range(n):
+        print(f"  round {i + 1}/{n}:", end="", flush=True)
+        for tool in rotated(available, i):
+            r = warm_then_run(tool)
+            r["load_avg_after"] = os.getloadavg()
+            runs[tool].append(r)
+            status = "" if r["exit_code"] == 0 else f" (exit {r['exit_code']})"
+            print(f" {tool} {r['wall_s']:.2f} s{status}", end=",", flush=True)
+        print(flush=True)
+    results: dict[str, Any] = {tool: median_run(runs[tool]) for tool in available}
     packets = packet_count(path, json_out)
     for r in results.values():
         r["mb_per_s"] = size / 1e6 / r["wall_s"]
         r["packets_per_s"] = packets / r["wall_s"] if packets else None
     base = results.get("nastriage")
     if base and base["exit_code"] == 0:
-        for r in results.values():
-            r["ratio_wall"] = r["wall_s"] / base["wall_s"]
-            r["ratio_cpu"] = r["cpu_s"] / base["cpu_s"] if base["cpu_s"] else None
+        for tool, r in results.items():
+            r["ratio_wall"], r["ratios_wall"] = paired_ratio(
+                runs[tool], runs["nastriage"], "wall_s"
+            )
+            r["ratio_cpu"], r["ratios_cpu"] = paired_ratio(runs[tool], runs["nastriage"], "cpu_s")
+            # The ratio of the median runs, as results before the rounds gave it.
+            r["ratio_wall_of_medians"] = r["wall_s"] / base["wall_s"]
     return {"path": str(path), "bytes": size, "packets": packets, "tools": results}
 
 
@@ -586,11 +629,15 @@ def verdicts(result: dict[str, Any]) -> list[str]:
             ("tcptrace", "tcptrace -n -l -r", "tcptrace_ratio"),
             ("tshark", "tshark SRT+expert", "tshark_ratio"),
         ):
-            if tool in t and "ratio_wall" in t[tool]:
-                r = t[tool]["ratio_wall"]
+            r = t.get(tool, {}).get("ratio_wall")
+            if r is not None:
                 ok = r >= TARGETS[key]
+                rounds = t[tool].get("ratios_wall") or []
+                each = (
+                    f" (rounds: {', '.join(f'{x:.2f}' for x in rounds)})" if len(rounds) > 1 else ""
+                )
                 out.append(
-                    f"- {name}: nastriage vs {label}: {r:.2f}{X} by wall time, "
+                    f"- {name}: nastriage vs {label}: {r:.2f}{X} by wall time{each}, "
                     f"{fmt(t[tool].get('ratio_cpu'))}{X} by CPU time "
                     f"(target ≥ {TARGETS[key]}{X}) — {'met' if ok else 'NOT met'}"
                 )
@@ -653,7 +700,8 @@ def markdown(result: dict[str, Any]) -> str:
         f"# Benchmark {result['date']} — {result['label']}",
         "",
         "Produced by `bench/run.py` (see `bench/README.md`); ratios are tool time ÷ "
-        "nastriage time from this run (above 1: nastriage is faster).",
+        "nastriage time from this run (above 1: nastriage is faster): the median over "
+        "rounds of the ratio within each round (every tool runs once per round).",
         "",
         "## Machine",
         "",
@@ -666,7 +714,10 @@ def markdown(result: dict[str, Any]) -> str:
         lines.append(f"- {k}: {v}")
     if m.get("bytecode"):
         lines.append(f"- nastriage's Python modules: {m['bytecode']}")
-    lines.append(f"- repeats per measurement: {result['repeat']} (median run shown)")
+    lines.append(
+        f"- repeats per measurement: {result['repeat']} (median run shown; "
+        "the tools' runs in rounds)"
+    )
     if result.get("note"):
         lines += ["", f"Note: {result['note']}"]
     lines += ["", "## Targets", ""]
