@@ -36,6 +36,25 @@ def _events_from_rows(capture: Any) -> dict[int, list[tuple[Any, ...]]]:
     return out
 
 
+def _runs_from_rows(
+    evs: list[tuple[Any, ...]], labels: list[tuple[str, str]]
+) -> list[tuple[int, ...]]:
+    """A connection's duplicate-ACK runs made from its rows (in time order) one by one:
+    (label code, acknowledged frame, first time, first frame, last time, count)."""
+    import re
+
+    runs: dict[tuple[int, int], list[int]] = {}
+    for frame, time, direction, kind, detail in evs:
+        if kind != "duplicate_ack":
+            continue
+        m = re.search(r"dup_ack=(\d+) of frame (\d+)", detail)
+        key = (labels.index((direction, kind)), int(m.group(2)) if m else frame)
+        run = runs.setdefault(key, [*key, time, frame, time, 0])
+        run[4] = time
+        run[5] += 1
+    return [tuple(r) for r in runs.values()]
+
+
 def _series_from_rows(capture: Any) -> tuple[dict[tuple[int, str], float], Any]:
     """The receive-window medians and the rows, as the rules read them from the rows."""
     from nastriage.capture import read_columns
@@ -82,30 +101,32 @@ def _check(path: str) -> int:
     assert ctx.events.count() == sum(len(v) for v in want.values())
     labels = ctx.events.labels
     for stream, evs in want.items():
+        # The full list reads the duplicate ACKs again from the engine.
         assert [tuple(e) for e in ctx.events[stream]] == evs, stream
         assert ctx.events.get(stream) == ctx.events[stream]
-        # The plain rows the loss analysis walks: the same events in the same order, a
-        # duplicate ACK's acknowledged frame in place of its text.
+        # The plain rows the loss analysis walks: the same events other than duplicate
+        # ACKs, in the same order.
+        others = [e for e in evs if e[3] != "duplicate_ack"]
         rows = list(ctx.events.ordered(stream))
-        assert [(f, t, *labels[c]) for f, t, c, _, _ in rows] == [e[:4] for e in evs]
-        for (_, _, _, detail, acked), e in zip(rows, evs):
-            if detail is None:
-                assert e[4] == f"dup_ack={e[4].split('=')[1].split()[0]} of frame {acked}"
-            else:
-                assert detail == e[4] and acked == -1
+        assert [(f, t, *labels[c], d) for f, t, c, d in rows] == others
+        assert [tuple(e) for e in ctx.events.without_dup_acks(stream)] == others
+        # The duplicate ACKs as runs: by label and acknowledged frame, as the loss
+        # analysis grouped them one by one before.
+        assert list(ctx.events.dup_runs(stream)) == _runs_from_rows(evs, labels)
         assert ctx.events.kinds(stream) == {(e[2], e[3]) for e in evs}
     # The live analysis regroups the events in the engine; the Python reader of the table
-    # (for tables read back from a file) keeps exactly the same columns.
+    # (for tables read back from a file) keeps exactly the same columns and runs.
     # (Also when the engine hands them over a few rows at a time.)
     from_table = EventsByStream(capture.plain_table("tcp_events"))
-    grouped = capture.tcp_events_by_stream(rows=7)
+    grouped = capture.tcp_events_by_stream(rows=7, dup_runs=True)
     assert grouped is not None
-    in_pieces = EventsByStream.from_grouped(grouped)
+    in_pieces = EventsByStream.from_grouped(grouped, reread=capture.tcp_events_by_stream)
     for other in (from_table, in_pieces):
         assert other.labels == labels and list(other) == list(ctx.events)
+        assert other.count() == ctx.events.count()
         for stream in want:
-            a, b = ctx.events._streams[stream], other._streams[stream]
-            assert [getattr(a, n) for n in a.__slots__] == [getattr(b, n) for n in b.__slots__]
+            assert ctx.events._streams[stream].state() == other._streams[stream].state()
+            assert other[stream] == ctx.events[stream]
     windows, rows = _series_from_rows(capture)
     assert _series_window(ctx) == windows
     keys = {(int(s), str(d)) for s, d in zip(rows["stream"], rows["direction"])}
@@ -151,17 +172,53 @@ def test_events_out_of_time_order_come_sorted() -> None:
     names = ["frame", "time", "stream", "direction", "kind", "detail"]
     table = pa.table({n: [r[i] for r in rows] for i, n in enumerate(names)})
     events = EventsByStream(table)
-    assert [(f, t, d, a) for f, t, _, d, a in events.ordered(1)] == [
-        (8, 100, None, 5),
-        (9, 100, "dup_ack=02 of frame 5", -1),
-        (7, 300, "rto=0.200000s since frame 3", -1),
+    assert [(f, t, d) for f, t, _, d in events.ordered(1)] == [
+        (7, 300, "rto=0.200000s since frame 3"),
     ]
+    # Both duplicate ACKs repeat frame 5 (whatever the text's form): one run.
+    dup = events.labels.index(("s2c", "duplicate_ack"))
+    assert list(events.dup_runs(1)) == [(dup, 5, 100, 8, 100, 2)]
     assert [tuple(e) for e in events[1]] == [
         rows[1][:2] + rows[1][3:],
         rows[2][:2] + rows[2][3:],
         rows[0][:2] + rows[0][3:],
     ]
     assert events.kinds(2) == {("c2s", "lost_segment")} and events.count() == 4
+    assert events.kinds(1) == {
+        ("c2s", "retransmission"),
+        ("s2c", "duplicate_ack"),
+    }
+
+
+def test_duplicate_ack_runs_in_any_order() -> None:
+    """A run's first duplicate ACK is the first in (time, frame) order and its last time
+    the latest, whatever the table's order (a clock step); a duplicate ACK whose text does
+    not name the ACK it repeats is a run of its own frame; runs come by their first."""
+    import pyarrow as pa
+
+    from nastriage.diagnosis.events import EventsByStream
+
+    rows = [
+        (20, 500, 1, "s2c", "duplicate_ack", "dup_ack=3 of frame 10"),
+        (12, 200, 1, "s2c", "duplicate_ack", "dup_ack=1 of frame 10"),
+        (13, 200, 1, "s2c", "duplicate_ack", "dup_ack=2 of frame 10"),
+        (30, 100, 1, "s2c", "duplicate_ack", "dup_ack=1 of frame 25"),
+        (31, 150, 1, "s2c", "duplicate_ack", ""),
+        (32, 150, 1, "c2s", "duplicate_ack", "dup_ack=1 of frame 25"),
+    ]
+    names = ["frame", "time", "stream", "direction", "kind", "detail"]
+    table = pa.table({n: [r[i] for r in rows] for i, n in enumerate(names)})
+    events = EventsByStream(table)
+    s2c = events.labels.index(("s2c", "duplicate_ack"))
+    c2s = events.labels.index(("c2s", "duplicate_ack"))
+    assert list(events.dup_runs(1)) == [
+        (s2c, 25, 100, 30, 100, 1),
+        (s2c, 31, 150, 31, 150, 1),
+        (c2s, 25, 150, 32, 150, 1),
+        (s2c, 10, 200, 12, 500, 3),
+    ]
+    assert list(events.ordered(1)) == [] and events.count() == 6
+    assert [e.frame for e in events[1]] == [30, 31, 32, 12, 13, 20]
 
 
 def _step_clock_back(src: Path, dst: Path, seconds: int, first: int) -> None:
@@ -201,11 +258,12 @@ def test_engine_grouping_of_events_out_of_time_order(tmp_path: Path) -> None:
     from_table = EventsByStream(capture.plain_table("tcp_events"))
     assert any(not c.in_order for c in from_table._streams.values())
     for rows in (1, 5, 64, 65536):
-        grouped = capture.tcp_events_by_stream(rows=rows)
+        grouped = capture.tcp_events_by_stream(rows=rows, dup_runs=True)
         assert grouped is not None
-        pieces = EventsByStream.from_grouped(grouped)
+        pieces = EventsByStream.from_grouped(grouped, reread=capture.tcp_events_by_stream)
         assert pieces.labels == from_table.labels and list(pieces) == list(from_table)
         for stream, a in from_table._streams.items():
             b = pieces._streams[stream]
-            assert [getattr(a, n) for n in a.__slots__] == [getattr(b, n) for n in b.__slots__]
+            assert a.state() == b.state()
             assert list(pieces.ordered(stream)) == list(from_table.ordered(stream))
+            assert list(pieces.dup_runs(stream)) == list(from_table.dup_runs(stream))

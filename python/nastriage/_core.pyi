@@ -68,18 +68,33 @@ class Analysis:
     def table_len(self, name: str) -> int:
         """Rows of the named table, without making it where the engine can."""
     def tcp_events_by_stream(
-        self, start: int, stop: int, labels: list[tuple[str, str]]
+        self, start: int, stop: int, labels: list[tuple[str, str]], dup_runs: bool = False
     ) -> tuple[
         list[tuple[str, str]],
-        dict[int, tuple[bytes, bytes, bytes, list[str | None], bytes, bytes, bool]],
+        dict[
+            int,
+            tuple[
+                bytes,
+                bytes,
+                bytes,
+                list[str | None],
+                bytes,
+                bytes,
+                bool,
+                tuple[bytes, bytes, bytes, bytes, bytes, bytes] | None,
+            ],
+        ],
     ]:
         """Rows ``start..stop`` (clamped) of ``tcp_events`` regrouped by connection: the
         (direction, kind) labels numbered by first appearance (``labels``, those of the
         rows before, and those these rows add), and per stream (in order of its first
         event in these rows) its frames, times (native int64 bytes), label codes (uint16),
         details (None for a duplicate ACK), acknowledged frames and duplicate-ACK numbers
-        (int64; -1 and 0 for other events) and whether these rows of it are in (time,
-        frame) order."""
+        (int64; -1 and 0 for other events; empty with ``dup_runs``), whether these rows of
+        it are in (time, frame) order, and with ``dup_runs`` its duplicate ACKs as runs
+        instead of in the columns: label codes (uint16), acknowledged frames, time and
+        frame of the first, time of the last and counts (int64), in order of the first of
+        each in these rows (else None)."""
 
 def analyze(
     paths: list[str],

@@ -190,11 +190,11 @@ def column_chunks(
 
 
 def _grouped_events(
-    analysis: Any, rows: int
+    analysis: Any, rows: int, dup_runs: bool
 ) -> Iterator[tuple[list[tuple[str, str]], dict[int, Any]]]:
     labels: list[tuple[str, str]] = []
     for start in range(0, int(analysis.table_len("tcp_events")), rows):
-        labels, streams = analysis.tcp_events_by_stream(start, start + rows, labels)
+        labels, streams = analysis.tcp_events_by_stream(start, start + rows, labels, dup_runs)
         yield labels, streams
 
 
@@ -381,18 +381,18 @@ class Capture:
         return table
 
     def tcp_events_by_stream(
-        self, rows: int = 65536
+        self, rows: int = 65536, dup_runs: bool = False
     ) -> Iterator[tuple[list[tuple[str, str]], dict[int, Any]]] | None:
         """The ``tcp_events`` table regrouped by connection by the engine, ``rows`` rows at
         a time (``Analysis.tcp_events_by_stream``: what :class:`~nastriage.diagnosis.
-        events.EventsByStream` keeps), or None when the tables do not come from a live
-        analysis."""
+        events.EventsByStream` keeps; ``dup_runs``: duplicate ACKs as runs), or None when
+        the tables do not come from a live analysis."""
         from nastriage import _core
 
         analysis: Any = self._analysis  # (a stand-in in tests)
         if not isinstance(analysis, _core.Analysis):
             return None
-        return _grouped_events(analysis, rows)
+        return _grouped_events(analysis, rows, dup_runs)
 
     def tables(self) -> dict[str, pa.Table]:
         """All result tables by name."""

@@ -5,6 +5,11 @@
 //! The same regrouping in Python made an object per cell of every row: on a
 //! lossy single-connection copy (100,000 flags per GiB) it was most of the
 //! diagnosis' time.
+//!
+//! With `dup_runs`, duplicate ACKs come as runs instead (one per label and
+//! acknowledged frame: first time and frame, last time, count), which is
+//! all the loss analysis reads of them: they are most of a lossy copy's
+//! flags, and one by one they were most of the diagnosis' memory.
 
 use std::collections::HashMap;
 
@@ -32,7 +37,15 @@ struct Columns {
 }
 
 impl Columns {
-    fn push(&mut self, e: &TcpEvent, code: u16, detail: Option<Py<PyString>>, dup: (i64, i64)) {
+    /// `dup`: the duplicate-ACK number and acknowledged frame columns' values
+    /// (none when duplicate ACKs come as runs: the columns stay empty).
+    fn push(
+        &mut self,
+        e: &TcpEvent,
+        code: u16,
+        detail: Option<Py<PyString>>,
+        dup: Option<(i64, i64)>,
+    ) {
         // Table order is (time, frame) order unless some event goes back.
         let key = (e.ts, e.frame);
         self.in_order = match self.last {
@@ -46,8 +59,68 @@ impl Columns {
         self.times.extend_from_slice(&e.ts.to_ne_bytes());
         self.codes.extend_from_slice(&code.to_ne_bytes());
         self.details.push(detail);
-        self.dup_numbers.extend_from_slice(&dup.0.to_ne_bytes());
-        self.acked.extend_from_slice(&dup.1.to_ne_bytes());
+        if let Some((num, acked)) = dup {
+            self.dup_numbers.extend_from_slice(&num.to_ne_bytes());
+            self.acked.extend_from_slice(&acked.to_ne_bytes());
+        }
+    }
+}
+
+/// Duplicate ACKs of one connection, by (label code, acknowledged frame),
+/// in order of the first one of each in the rows.
+#[derive(Default)]
+struct Runs {
+    index: HashMap<(u16, u64), usize>,
+    codes: Vec<u16>,
+    acked: Vec<i64>,
+    first: Vec<(i64, u64)>,
+    last: Vec<i64>,
+    count: Vec<i64>,
+}
+
+impl Runs {
+    fn add(&mut self, e: &TcpEvent, code: u16, acked: u64) {
+        let key = (e.ts, e.frame);
+        match self.index.get(&(code, acked)) {
+            Some(&i) => {
+                // (The first and last in (time, frame) order, whatever the
+                // rows' order.)
+                self.first[i] = self.first[i].min(key);
+                self.last[i] = self.last[i].max(e.ts);
+                self.count[i] += 1;
+            }
+            None => {
+                self.index.insert((code, acked), self.codes.len());
+                self.codes.push(code);
+                // Frames fit an i64, as in `Columns::push`.
+                self.acked.push(acked as i64);
+                self.first.push(key);
+                self.last.push(e.ts);
+                self.count.push(1);
+            }
+        }
+    }
+
+    /// `(codes, acked, first times, first frames, last times, counts)`:
+    /// native-endian u16 and i64 bytes.
+    fn into_py<'py>(self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        fn bytes<'py, T: Copy, const N: usize>(
+            py: Python<'py>,
+            v: impl Iterator<Item = T>,
+            f: impl Fn(T) -> [u8; N],
+        ) -> Bound<'py, PyBytes> {
+            let b: Vec<u8> = v.flat_map(f).collect();
+            PyBytes::new(py, &b)
+        }
+        let items = [
+            bytes(py, self.codes.iter().copied(), u16::to_ne_bytes),
+            bytes(py, self.acked.iter().copied(), i64::to_ne_bytes),
+            bytes(py, self.first.iter().map(|f| f.0), i64::to_ne_bytes),
+            bytes(py, self.first.iter().map(|f| f.1 as i64), i64::to_ne_bytes),
+            bytes(py, self.last.iter().copied(), i64::to_ne_bytes),
+            bytes(py, self.count.iter().copied(), i64::to_ne_bytes),
+        ];
+        PyTuple::new(py, items)
     }
 }
 
@@ -58,16 +131,20 @@ impl Columns {
 /// event here, to `(frames, times, codes, details, acked, dup_numbers,
 /// in_order)` — native-endian i64 / i64 / u16 / i64 / i64 bytes and a list
 /// of detail texts (None for a duplicate ACK, whose numbers are in
-/// `dup_numbers` and `acked`; elsewhere those hold 0 and -1), and whether
-/// these rows of the connection are in (time, frame) order. Read a range at
-/// a time, the bytes of a lossy copy's hundreds of thousands of events are
-/// never all held twice.
+/// `dup_numbers` and `acked`; elsewhere those hold 0 and -1; both are
+/// empty with `dup_runs`), and whether
+/// these rows of the connection are in (time, frame) order, then its
+/// duplicate ACKs as runs when `dup_runs` (see [`Runs::into_py`]; they are
+/// then left out of the columns), else None. Read a range at a time, the
+/// bytes of a lossy copy's hundreds of thousands of events are never all
+/// held twice.
 pub(crate) fn by_stream<'py>(
     py: Python<'py>,
     a: &Analysis,
     start: usize,
     stop: usize,
     known: Vec<(String, String)>,
+    dup_runs: bool,
 ) -> PyResult<Bound<'py, PyTuple>> {
     // The labels by name; `codes` caches them by the engine's static names
     // so that an event costs no allocation.
@@ -78,7 +155,7 @@ pub(crate) fn by_stream<'py>(
     }
     let mut codes: HashMap<(&'static str, &'static str), u16> = HashMap::new();
     let mut order: Vec<u32> = Vec::new();
-    let mut streams: HashMap<u32, Columns> = HashMap::new();
+    let mut streams: HashMap<u32, (Columns, Runs)> = HashMap::new();
     let mut shared: HashMap<String, Py<PyString>> = HashMap::new();
     for (e, direction) in a.tcp_event_rows(start, stop) {
         let kind = e.kind.name();
@@ -90,13 +167,27 @@ pub(crate) fn by_stream<'py>(
                 u16::try_from(labels.len() - 1).unwrap_or(u16::MAX)
             })
         });
-        let cols = streams.entry(e.stream).or_insert_with(|| {
+        let (cols, runs) = streams.entry(e.stream).or_insert_with(|| {
             order.push(e.stream);
-            Columns::default()
+            Default::default()
         });
-        if let (Detail::DupAck { num, frame }, "duplicate_ack") = (e.detail, kind) {
-            cols.push(&e, code, None, (i64::from(num), frame as i64));
-            continue;
+        if kind == "duplicate_ack" {
+            match (e.detail, dup_runs) {
+                // The run of the ACK it repeats (one of its own without that).
+                (Detail::DupAck { frame, .. }, true) => {
+                    runs.add(&e, code, frame);
+                    continue;
+                }
+                (_, true) => {
+                    runs.add(&e, code, e.frame);
+                    continue;
+                }
+                (Detail::DupAck { num, frame }, false) => {
+                    cols.push(&e, code, None, Some((i64::from(num), frame as i64)));
+                    continue;
+                }
+                (_, false) => {}
+            }
         }
         let text = e.detail_text();
         let detail = if text.len() < SHARED_TEXT {
@@ -111,14 +202,19 @@ pub(crate) fn by_stream<'py>(
         } else {
             PyString::new(py, &text).unbind()
         };
-        cols.push(&e, code, Some(detail), (0, -1));
+        cols.push(&e, code, Some(detail), (!dup_runs).then_some((0, -1)));
     }
     let out = PyDict::new(py);
     for stream in order {
-        let Some(c) = streams.remove(&stream) else {
+        let Some((c, runs)) = streams.remove(&stream) else {
             continue;
         };
         let details = PyList::new(py, c.details)?;
+        let runs = if dup_runs {
+            runs.into_py(py)?.into_any()
+        } else {
+            py.None().into_bound(py)
+        };
         let item = (
             PyBytes::new(py, &c.frames),
             PyBytes::new(py, &c.times),
@@ -126,7 +222,10 @@ pub(crate) fn by_stream<'py>(
             details,
             PyBytes::new(py, &c.acked),
             PyBytes::new(py, &c.dup_numbers),
-            c.in_order,
+            // (A connection whose only events here are duplicate ACKs has
+            // no columns: in order.)
+            c.in_order || c.last.is_none(),
+            runs,
         );
         out.set_item(stream, item)?;
     }

@@ -125,16 +125,18 @@ impl PyAnalysis {
     }
 
     /// Rows `start..stop` of `tcp_events` regrouped by connection, as the
-    /// diagnosis reads them; `labels` are those of the rows before (see
-    /// `events.rs`).
+    /// diagnosis reads them; `labels` are those of the rows before;
+    /// `dup_runs`: duplicate ACKs as runs (see `events.rs`).
+    #[pyo3(signature = (start, stop, labels, dup_runs=false))]
     fn tcp_events_by_stream<'py>(
         &self,
         py: Python<'py>,
         start: usize,
         stop: usize,
         labels: Vec<(String, String)>,
+        dup_runs: bool,
     ) -> PyResult<Bound<'py, PyTuple>> {
-        events::by_stream(py, &self.inner, start, stop, labels)
+        events::by_stream(py, &self.inner, start, stop, labels, dup_runs)
     }
 }
 

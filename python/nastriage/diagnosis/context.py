@@ -350,9 +350,9 @@ class Context:
     def _build_events(self) -> EventsByStream:
         # A live analysis regroups the events itself (see Capture.tcp_events_by_stream).
         grouped = getattr(self.capture, "tcp_events_by_stream", None)
-        found = grouped() if grouped is not None else None
+        found = grouped(dup_runs=True) if grouped is not None else None
         if found is not None:
-            return EventsByStream.from_grouped(found)
+            return EventsByStream.from_grouped(found, reread=grouped)
         return EventsByStream(self.table("tcp_events"))
 
     # -- tcp_series --------------------------------------------------------------------------
@@ -753,10 +753,11 @@ class Context:
             return out
         # From tcp_events: a zero window opens an episode, the same host's next window
         # update (a pure ACK re-opening the window) closes it.
-        for stream, evs in self.events.items():
+        for stream in self.events:
             info = self.streams.get(stream)
             open_: dict[str, ZeroWindowEpisode] = {}
-            for e in evs:
+            # (Duplicate ACKs play no part: they are not read again.)
+            for e in self.events.without_dup_acks(stream):
                 if e.kind == "zero_window" and e.direction not in open_:
                     open_[e.direction] = ZeroWindowEpisode(
                         stream, e.direction, e.time, e.time, e.frame, None

@@ -4,12 +4,17 @@ A lossy or long capture flags hundreds of thousands of segments (most of them du
 ACKs), and a single file copy puts them all on one connection. As one tuple each, with
 their integers and strings, they took about 230 bytes an event for the whole diagnosis,
 more than every other table together, and memory grew with the capture. Here a
-connection's events are columns (integer arrays, a small code per event; a duplicate ACK's
-detail kept as the two numbers it holds), handed over already grouped by a live analysis
-(:meth:`EventsByStream.from_grouped`) or read from the table a few thousand rows at a
-time; :meth:`EventsByStream.ordered` walks them without making an object per event, and
-:class:`Event` tuples are made only for the events a rule keeps (or when a connection's
-list is asked for).
+connection's events are columns (integer arrays, a small code per event), handed over
+already grouped by a live analysis (:meth:`EventsByStream.from_grouped`) or read from the
+table a few thousand rows at a time; :meth:`EventsByStream.ordered` walks them without
+making an object per event, and :class:`Event` tuples are made only for the events a rule
+keeps (or when a connection's list is asked for).
+
+Duplicate ACKs are not kept one by one: the loss analysis reads only their runs (per
+label and acknowledged frame: first and last time, first frame, how many), which
+:meth:`EventsByStream.dup_runs` gives. They are two thirds of a lossy copy's flags, and
+one by one they were most of the diagnosis' memory (and of its time, walked in Python).
+A connection's full list (``events[stream]``) reads them again from where they came from.
 """
 
 from __future__ import annotations
@@ -17,12 +22,12 @@ from __future__ import annotations
 import operator
 import re
 from array import array
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 from nastriage.capture import column_chunks
 
-__all__ = ["Event", "EventsByStream"]
+__all__ = ["DupRunRow", "Event", "EventsByStream"]
 
 
 class Event(NamedTuple):
@@ -41,132 +46,268 @@ BY_TIME = operator.itemgetter(1, 0)
 
 _COLUMNS = ("frame", "time", "stream", "direction", "kind", "detail")
 
-#: A duplicate ACK's detail as the engine writes it (numbers without leading zeros, so
-#: that the text made again from them is the same).
-_DUP_ACK = re.compile(r"dup_ack=(0|[1-9][0-9]*) of frame (0|[1-9][0-9]*)")
+#: A duplicate ACK's detail, ``dup_ack=N of frame F``: F is the ACK it repeats (the key
+#: of its run). Text not of this form (a table not written by the engine) puts the
+#: duplicate ACK in a run of its own frame.
+_DUP_ACK = re.compile(r"dup_ack=(\d+) of frame (\d+)")
 
-#: One event as :meth:`EventsByStream.ordered` gives it: frame, time, label code, detail
-#: (None for a duplicate ACK whose numbers are kept instead), acknowledged frame (a
-#: duplicate ACK's, else -1).
-Row = tuple[int, int, int, "str | None", int]
+#: One event other than a duplicate ACK as :meth:`EventsByStream.ordered` gives it:
+#: frame, time, label code, detail.
+Row = tuple[int, int, int, str]
+
+#: One duplicate-ACK run as :meth:`EventsByStream.dup_runs` gives it: label code,
+#: acknowledged frame, time and frame of the first duplicate ACK, time of the last, count.
+DupRunRow = tuple[int, int, int, int, int, int]
+
+#: Re-reads a live analysis' events with every duplicate ACK (see ``from_grouped``).
+Reread = Callable[[], "Iterable[tuple[list[tuple[str, str]], dict[int, Any]]] | None"]
 
 
-class _Columns:
-    """One connection's events in table order."""
+def dup_ack_key(detail: str, frame: int) -> int:
+    """The run a duplicate ACK belongs to: the frame of the ACK it repeats (its own for
+    a text that names none, or a number no frame has)."""
+    m = _DUP_ACK.search(detail)
+    key = int(m.group(2)) if m else frame
+    return key if key < 1 << 48 else frame
 
-    __slots__ = ("acked", "codes", "details", "dup_numbers", "frames", "in_order", "times")
+
+#: What :meth:`_Stream.state` leaves out: the runs' index while they are gathered, and
+#: whether they were gathered in order (which depends on how the rows came, in one piece
+#: or several, not on what they say).
+_INTERNAL = frozenset({"run_index", "runs_in_order"})
+
+
+class _Stream:
+    """One connection's events: those other than duplicate ACKs in table order, and its
+    duplicate-ACK runs."""
+
+    __slots__ = (
+        "codes",
+        "details",
+        "frames",
+        "in_order",
+        "run_codes",
+        "run_count",
+        "run_first",
+        "run_first_frame",
+        "run_index",
+        "run_keys",
+        "run_last",
+        "runs_in_order",
+        "times",
+    )
 
     def __init__(self) -> None:
         self.frames = array("q")
         self.times = array("q")
         self.codes = array("H")  # index into EventsByStream.labels
-        self.details: list[str | None] = []
-        self.acked = array("q")
-        self.dup_numbers = array("q")
+        self.details: list[str] = []
         #: The table's order is already (time, frame) order.
         self.in_order = True
+        # The runs, by label code and acknowledged frame (as one number: a tuple per
+        # run took three times the memory) while they are gathered.
+        self.run_index: dict[int, int] | None = {}
+        self.run_codes = array("H")
+        self.run_keys = array("q")
+        self.run_first = array("q")
+        self.run_first_frame = array("q")
+        self.run_last = array("q")
+        self.run_count = array("q")
+        #: The runs are in the order of their first duplicate ACK's (time, frame).
+        self.runs_in_order = True
+
+    def add_run(
+        self, code: int, key: int, first: int, first_frame: int, last: int, count: int
+    ) -> None:
+        index = self.run_index
+        assert index is not None, "runs are gathered before they are read"
+        # (Frames fit in 48 bits: 280 trillion.)
+        i = index.get(code << 48 | key)
+        if i is None:
+            n = len(self.run_codes)
+            if n and (first, first_frame) < (self.run_first[n - 1], self.run_first_frame[n - 1]):
+                self.runs_in_order = False
+            index[code << 48 | key] = n
+            self.run_codes.append(code)
+            self.run_keys.append(key)
+            self.run_first.append(first)
+            self.run_first_frame.append(first_frame)
+            self.run_last.append(last)
+            self.run_count.append(count)
+            return
+        # The first and the last in (time, frame) order, whatever the rows' order.
+        if (first, first_frame) < (self.run_first[i], self.run_first_frame[i]):
+            self.run_first[i], self.run_first_frame[i] = first, first_frame
+            self.runs_in_order = False
+        if last > self.run_last[i]:
+            self.run_last[i] = last
+        self.run_count[i] += count
+
+    def seal(self) -> None:
+        """No more events: the runs' index goes (a lossy copy has tens of thousands)."""
+        self.run_index = None
+
+    def state(self) -> tuple[Any, ...]:
+        """Everything held (for comparing two readers)."""
+        return tuple(getattr(self, n) for n in self.__slots__ if n not in _INTERNAL)
 
 
 class EventsByStream(Mapping[int, list[Event]]):
     """stream -> that connection's events in time order (frames breaking ties). Each
-    lookup makes the list anew from the compact columns; :meth:`ordered` walks them
-    without making the list."""
+    lookup makes the list anew (reading the duplicate ACKs again); :meth:`ordered` and
+    :meth:`dup_runs` walk the events without making it."""
 
     def __init__(self, table: Any | None) -> None:
-        self._streams: dict[int, _Columns] = {}
+        self._streams: dict[int, _Stream] = {}
         #: (direction, kind) pairs, numbered by first appearance.
         self.labels: list[tuple[str, str]] = []
+        self._table = table
+        self._reread: Reread | None = None
         if table is None:
             return
         code_of: dict[tuple[str, str], int] = {}
         details: dict[str, str] = {}  # one object per repeated text ("", flag names)
-        dup_ack = _DUP_ACK.fullmatch
         for c in column_chunks(table, _COLUMNS):
             for frame, time, stream, direction, kind, detail in zip(*(c[n] for n in _COLUMNS)):
-                cols = self._streams.get(stream)
-                if cols is None:
-                    cols = self._streams[stream] = _Columns()
+                s = self._streams.get(stream)
+                if s is None:
+                    s = self._streams[stream] = _Stream()
                 label = (direction, kind)
                 code = code_of.get(label)
                 if code is None:
                     code = code_of[label] = len(self.labels)
                     self.labels.append(label)
                 time = time or 0
-                if cols.in_order and cols.frames:
-                    last = cols.times[-1]
-                    cols.in_order = time > last or (time == last and frame >= cols.frames[-1])
-                cols.frames.append(frame)
-                cols.times.append(time)
-                cols.codes.append(code)
                 text = detail or ""
-                m = dup_ack(text) if kind == "duplicate_ack" else None
-                if m is not None:
-                    cols.details.append(None)
-                    cols.dup_numbers.append(int(m[1]))
-                    cols.acked.append(int(m[2]))
+                if kind == "duplicate_ack":
+                    s.add_run(code, dup_ack_key(text, frame), time, frame, time, 1)
                     continue
+                if s.in_order and s.frames:
+                    last = s.times[-1]
+                    s.in_order = time > last or (time == last and frame >= s.frames[-1])
+                s.frames.append(frame)
+                s.times.append(time)
+                s.codes.append(code)
                 # Short texts repeat (flag names); long ones (a retransmission's frame
                 # and time since it was first sent) rarely do, and are kept as they come.
-                cols.details.append(details.setdefault(text, text) if len(text) < 24 else text)
-                cols.dup_numbers.append(0)
-                cols.acked.append(-1)
+                s.details.append(details.setdefault(text, text) if len(text) < 24 else text)
+        for s in self._streams.values():
+            s.seal()
 
     @classmethod
     def from_grouped(
-        cls, chunks: Iterable[tuple[list[tuple[str, str]], dict[int, Any]]]
+        cls,
+        chunks: Iterable[tuple[list[tuple[str, str]], dict[int, Any]]],
+        reread: Reread | None = None,
     ) -> EventsByStream:
         """The same, from the engine's own regrouping of the table a range of rows at a
-        time (``Analysis.tcp_events_by_stream``): columns as bytes, made without a Python
-        object per cell."""
+        time (``Analysis.tcp_events_by_stream``), duplicate ACKs as runs: columns as
+        bytes, made without a Python object per cell. ``reread()`` gives the events
+        again with every duplicate ACK, for a connection's full list."""
         out = cls(None)
+        out._reread = reread
         streams = out._streams
         for labels, chunk in chunks:
             out.labels = [(str(d), str(k)) for d, k in labels]
-            for stream, (frames, times, codes, details, acked, dups, in_order) in chunk.items():
-                cols = streams.get(stream)
-                if cols is None:
-                    cols = streams[stream] = _Columns()
-                n = len(cols.frames)
-                cols.frames.frombytes(frames)
-                cols.times.frombytes(times)
-                cols.codes.frombytes(codes)
-                cols.details.extend(details)
-                cols.acked.frombytes(acked)
-                cols.dup_numbers.frombytes(dups)
-                if cols.in_order:
+            for stream, item in chunk.items():
+                frames, times, codes, details, _acked, _dups, in_order, runs = item
+                s = streams.get(stream)
+                if s is None:
+                    s = streams[stream] = _Stream()
+                n = len(s.frames)
+                s.frames.frombytes(frames)
+                s.times.frombytes(times)
+                s.codes.frombytes(codes)
+                s.details.extend(details)
+                if s.in_order:
                     # In order within these rows, and from the rows before to them.
-                    cols.in_order = bool(in_order) and (
+                    s.in_order = bool(in_order) and (
                         n == 0
-                        or (cols.times[n], cols.frames[n])
-                        >= (cols.times[n - 1], cols.frames[n - 1])
+                        or n == len(s.frames)
+                        or (s.times[n], s.frames[n]) >= (s.times[n - 1], s.frames[n - 1])
                     )
+                if runs is None:
+                    raise ValueError("from_grouped needs the duplicate ACKs as runs")
+                cols = []
+                for typecode, data in zip("Hqqqqq", runs):
+                    a = array(typecode)
+                    a.frombytes(data)
+                    cols.append(a)
+                for run in zip(*cols):
+                    s.add_run(*run)
+        for s in streams.values():
+            s.seal()
         return out
 
     def ordered(self, stream: int) -> Iterator[Row]:
-        """The connection's events in time order (frames breaking ties) as plain rows
-        (see :data:`Row`; ``labels[code]`` is the event's direction and kind)."""
-        cols = self._streams.get(stream)
-        if cols is None:
+        """The connection's events other than duplicate ACKs, in time order (frames
+        breaking ties), as plain rows (see :data:`Row`; ``labels[code]`` is the event's
+        direction and kind)."""
+        s = self._streams.get(stream)
+        if s is None:
             return iter(())
-        rows = zip(cols.frames, cols.times, cols.codes, cols.details, cols.acked)
-        return rows if cols.in_order else iter(sorted(rows, key=BY_TIME))
+        rows = zip(s.frames, s.times, s.codes, s.details)
+        return rows if s.in_order else iter(sorted(rows, key=BY_TIME))
+
+    def dup_runs(self, stream: int) -> Iterator[DupRunRow]:
+        """The connection's duplicate-ACK runs (see :data:`DupRunRow`), by the time and
+        frame of their first duplicate ACK."""
+        s = self._streams.get(stream)
+        if s is None:
+            return iter(())
+        runs = zip(s.run_codes, s.run_keys, s.run_first, s.run_first_frame, s.run_last, s.run_count)
+        # Gathered in that order unless the table's times go back (a clock step).
+        return runs if s.runs_in_order else iter(sorted(runs, key=operator.itemgetter(2, 3)))
 
     def kinds(self, stream: int) -> set[tuple[str, str]]:
         """The (direction, kind) pairs the connection has events of."""
-        cols = self._streams.get(stream)
-        return {self.labels[c] for c in set(cols.codes)} if cols is not None else set()
+        s = self._streams.get(stream)
+        if s is None:
+            return set()
+        return {self.labels[c] for c in {*s.codes, *s.run_codes}}
+
+    def without_dup_acks(self, stream: int) -> list[Event]:
+        """The connection's events other than duplicate ACKs, in time order."""
+        labels = self.labels
+        return [
+            Event(frame, time, *labels[code], detail)
+            for frame, time, code, detail in self.ordered(stream)
+        ]
 
     def __getitem__(self, stream: int) -> list[Event]:
-        cols = self._streams[stream]
-        labels = self.labels
-        out = []
-        rows = zip(cols.frames, cols.times, cols.codes, cols.details, cols.acked, cols.dup_numbers)
-        for frame, time, code, detail, acked, number in rows:
-            if detail is None:
-                detail = f"dup_ack={number} of frame {acked}"
-            direction, kind = labels[code]
-            out.append(Event(frame, time, direction, kind, detail))
-        out.sort(key=BY_TIME)
+        if stream not in self._streams:
+            raise KeyError(stream)
+        out = self.without_dup_acks(stream)
+        if self._streams[stream].run_codes:
+            out.extend(self._dup_acks(stream))
+            out.sort(key=BY_TIME)
+        return out
+
+    def _dup_acks(self, stream: int) -> list[Event]:
+        """The connection's duplicate ACKs one by one, read again from their source."""
+        out: list[Event] = []
+        if self._table is not None:
+            for c in column_chunks(self._table, _COLUMNS):
+                for frame, time, s, direction, kind, detail in zip(*(c[n] for n in _COLUMNS)):
+                    if s == stream and kind == "duplicate_ack":
+                        out.append(Event(frame, time or 0, direction, kind, detail or ""))
+            return out
+        chunks = self._reread() if self._reread is not None else None
+        if chunks is None:
+            raise LookupError("the duplicate ACKs of this connection cannot be read again")
+        for labels, chunk in chunks:
+            item = chunk.get(stream)
+            if item is None:
+                continue
+            frames, times, codes, acked, dups = (array(t) for t in "qqHqq")
+            for a, data in zip((frames, times, codes, acked, dups), (*item[:3], *item[4:6])):
+                a.frombytes(data)
+            for frame, time, code, detail, ack, num in zip(
+                frames, times, codes, item[3], acked, dups
+            ):
+                if detail is None:
+                    direction, kind = labels[code]
+                    out.append(Event(frame, time, direction, kind, f"dup_ack={num} of frame {ack}"))
         return out
 
     def __iter__(self) -> Iterator[int]:
@@ -177,4 +318,4 @@ class EventsByStream(Mapping[int, list[Event]]):
 
     def count(self) -> int:
         """Events over every connection."""
-        return sum(len(c.frames) for c in self._streams.values())
+        return sum(len(s.frames) + sum(s.run_count) for s in self._streams.values())

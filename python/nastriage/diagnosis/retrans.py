@@ -38,7 +38,6 @@ from nastriage.diagnosis.context import Context, Event, reverse
 
 __all__ = ["KEEP", "DupRun", "LossAnalysis", "Spans", "analyse", "analyse_stream"]
 
-_DUP = re.compile(r"dup_ack=(\d+) of frame (\d+)")
 _RTO = re.compile(r"rto=([0-9.]+)s")
 _BYTES = re.compile(r"=(\d+) bytes")
 
@@ -197,7 +196,9 @@ def analyse_stream(ctx: Context, stream: int, d: str) -> LossAnalysis:
     zw = _zero_window_spans(ctx, stream, int(th.timeout_min_s * 1e9))
     rd = reverse(d)
 
-    seen_frames: set[int] = set()
+    # The last resent frame taken: a frame with several flags (a retransmission that is
+    # also a fast one) counts once, and its flags are next to each other in time order.
+    last_resent = -1
     # The resent segments as columns (a lossy copy has tens of thousands): frame, time,
     # and the time since the oldest unacknowledged segment (s; NaN when not given).
     resent_frames = array("q")
@@ -209,31 +210,20 @@ def analyse_stream(ctx: Context, stream: int, d: str) -> LossAnalysis:
     ack_unseen_count = 0
     unseen_times: list[int] = []
     unseen_bytes = 0
-    runs_by_ack: dict[int, DupRun] = {}
     # What each (direction, kind) label means here, looked up once per label and not
     # once per event (a lossy copy walks a hundred thousand events per direction).
     actions = [_action(label, d, rd) for label in ctx.events.labels]
-    for frame, time, code, detail, acked in ctx.events.ordered(stream):
+    # (Duplicate ACKs come as runs, not one by one: see dup_runs below.)
+    for frame, time, code, detail in ctx.events.ordered(stream):
         action = actions[code]
-        if action == _DUP_ACK:
-            if acked >= 0:
-                key = acked
-            else:
-                m = _DUP.search(detail or "")
-                key = int(m.group(2)) if m else frame
-            run = runs_by_ack.get(key)
-            if run is None:
-                run = runs_by_ack[key] = DupRun(key, time, frame)
-            run.last = time
-            run.count += 1
-        elif action == _SKIP:
+        if action == _SKIP:
             continue
         elif action <= _SPURIOUS:
-            if frame not in seen_frames and time not in zw:
-                seen_frames.add(frame)
+            if frame != last_resent and time not in zw:
+                last_resent = frame
                 resent_frames.append(frame)
                 resent_times.append(time)
-                m = _RTO.search(detail or "")
+                m = _RTO.search(detail)
                 resent_rto.append(float(m.group(1)) if m else math.nan)
             if action == _SPURIOUS:
                 spurious += 1
@@ -243,14 +233,18 @@ def analyse_stream(ctx: Context, stream: int, d: str) -> LossAnalysis:
             ack_unseen_count += 1
             if len(ack_unseen) < KEEP:
                 direction, kind = ctx.events.labels[code]
-                ack_unseen.append(Event(frame, time, direction, kind, detail or ""))
+                ack_unseen.append(Event(frame, time, direction, kind, detail))
             unseen_times.append(time)
-            m = _BYTES.search(detail or "")
+            m = _BYTES.search(detail)
             if m:
                 unseen_bytes += int(m.group(1))
-    seen_frames.clear()
-    runs = sorted((r for r in runs_by_ack.values() if r.first not in zw), key=lambda r: r.first)
-    runs_by_ack.clear()
+    # The duplicate-ACK runs against this direction's data, by their first duplicate ACK.
+    runs: list[DupRun] = []
+    for code, key, first, first_frame, last, count in ctx.events.dup_runs(stream):
+        if actions[code] == _DUP_ACK and first not in zw:
+            run = DupRun(key, first, first_frame)
+            run.last, run.count = last, count
+            runs.append(run)
     # Holes explained by capture drops do not make the capture "downstream" of a loss.
     # A hole the receiver then acknowledges although the capture never saw its data was
     # dropped by the capture (the ACK follows within a round trip plus a delayed ACK).
