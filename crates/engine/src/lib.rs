@@ -17,6 +17,7 @@ mod driver;
 mod heap;
 mod in_order;
 mod interner;
+mod order_stats;
 mod orphan_table;
 mod pipeline;
 pub mod reassembly;

@@ -25,6 +25,7 @@ use arrow_array::{ArrayRef, RecordBatch};
 use crate::columns::Cols;
 use crate::conversations::ConversationTable;
 use crate::in_order::InOrder;
+use crate::order_stats::OrderStats;
 use crate::tcp::TcpAnalysis;
 use crate::tx_facts::{Names, TxFacts};
 
@@ -264,13 +265,21 @@ fn smallest(values: &[Option<f64>]) -> Option<f64> {
         .reduce(f64::min)
 }
 
-/// Median as Python's `statistics.median` (mean of the middle two).
-fn median(sorted: &[f64]) -> f64 {
-    match sorted.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => sorted[n / 2],
-        n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
-    }
+/// The median of `values` as Python's `statistics.median` (the mean of the
+/// middle two), and the value at `share` of the way from the smallest to
+/// the largest (index `share` × (n − 1), truncated).
+fn median_and(values: OrderStats, share: f64) -> (f64, f64) {
+    let n = values.len();
+    let at = (share * n.saturating_sub(1) as f64) as usize;
+    let [lo, hi, at] = values.at(&[n.saturating_sub(1) / 2, n / 2, at])[..] else {
+        unreachable!("a value per rank asked");
+    };
+    let median = match (lo, hi) {
+        (Some(lo), Some(hi)) if n.is_multiple_of(2) => (lo + hi) / 2.0,
+        (_, Some(hi)) => hi,
+        _ => 0.0,
+    };
+    (median, at.unwrap_or(0.0))
 }
 
 /// What a connection's requests alone tell of the round trips behind the
@@ -517,8 +526,10 @@ pub(crate) struct ProfileSweep<'a> {
     span: Option<(i64, i64)>,
     outstanding: Union,
     data_spans: Union,
-    processing: Vec<f64>,
-    srts: Vec<f64>,
+    /// Processing and response times (ms), for their medians and 90th
+    /// percentile: held, or spilled on a long connection (`order_stats`).
+    processing: OrderStats,
+    srts: OrderStats,
     by_op: Vec<(u32, f64)>,
     by_file: HashMap<u32, (usize, f64)>,
     slow: Slowest,
@@ -564,8 +575,8 @@ impl<'a> ProfileSweep<'a> {
             span: None,
             outstanding: Union::default(),
             data_spans: Union::default(),
-            processing: Vec::new(),
-            srts: Vec::new(),
+            processing: OrderStats::default(),
+            srts: OrderStats::default(),
             by_op: Vec::new(),
             by_file: HashMap::new(),
             slow: Slowest::default(),
@@ -673,14 +684,7 @@ impl<'a> ProfileSweep<'a> {
         p.span_ns = (hi - lo).max(1);
         p.outstanding_ns = self.outstanding.total();
         p.metadata_only_ns = (p.outstanding_ns - self.data_spans.total()).max(0);
-        let mut processing = self.processing;
-        processing.sort_unstable_by(f64::total_cmp);
-        p.processing_median_ms = median(&processing);
-        p.processing_p90_ms = processing
-            .get((0.9 * (processing.len() - 1) as f64) as usize)
-            .copied()
-            .unwrap_or(0.0);
-        drop(processing);
+        (p.processing_median_ms, p.processing_p90_ms) = median_and(self.processing, 0.9);
         // The concurrency analysis's figures where it has them; the requests'
         // own sweep only when it lacks one.
         let lacking = conc.is_none_or(|c| c.max_outstanding == 0 || c.mean_outstanding_busy == 0.0);
@@ -716,9 +720,8 @@ impl<'a> ProfileSweep<'a> {
             .map(|(_, f, v)| (names.files.name(f).to_string(), v))
             .collect();
         p.protocols.sort_unstable();
-        let mut srts = self.srts;
-        srts.sort_unstable_by(f64::total_cmp);
-        p.response_median_ms = srts.get(srts.len() / 2).copied().unwrap_or(0.0);
+        let n = self.srts.len();
+        p.response_median_ms = self.srts.at(&[n / 2])[0].unwrap_or(0.0);
         Some(p)
     }
 }
@@ -884,8 +887,13 @@ mod tests {
 
     #[test]
     fn median_as_python_statistics() {
-        assert_eq!(median(&[1.0, 2.0, 3.0, 4.0]), 2.5);
-        assert_eq!(median(&[1.0, 5.0, 9.0]), 5.0);
-        assert_eq!(median(&[]), 0.0);
+        let stats = |v: &[f64]| {
+            let mut s = OrderStats::default();
+            v.iter().for_each(|&x| s.push(x));
+            s
+        };
+        assert_eq!(median_and(stats(&[4.0, 1.0, 3.0, 2.0]), 0.9), (2.5, 3.0));
+        assert_eq!(median_and(stats(&[9.0, 1.0, 5.0]), 0.9), (5.0, 5.0));
+        assert_eq!(median_and(stats(&[]), 0.9), (0.0, 0.0));
     }
 }
