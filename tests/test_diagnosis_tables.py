@@ -267,3 +267,36 @@ def test_engine_grouping_of_events_out_of_time_order(tmp_path: Path) -> None:
             assert a.state() == b.state()
             assert list(pieces.ordered(stream)) == list(from_table.ordered(stream))
             assert list(pieces.dup_runs(stream)) == list(from_table.dup_runs(stream))
+
+
+def test_grouped_runs_of_a_connection_in_several_parts_merge() -> None:
+    """Runs handed over in more than one part for a connection (not what the engine does
+    today, which makes them over the whole table at once) merge by label and
+    acknowledged frame: earliest first, latest last, counts added, order kept."""
+    from array import array
+
+    from nastriage.diagnosis.events import EventsByStream
+
+    def runs(rows: list[tuple[int, ...]], in_order: bool) -> tuple[Any, ...]:
+        cols = list(zip(*rows))
+        data = [array(t, c).tobytes() for t, c in zip("Hqqqqq", cols)]
+        return (*data, in_order)
+
+    def part(rows: list[tuple[int, ...]], in_order: bool = True) -> dict[int, Any]:
+        return {1: (b"", b"", b"", [], b"", b"", True, runs(rows, in_order))}
+
+    labels = [("s2c", "duplicate_ack")]
+    chunks = [
+        (labels, part([(0, 10, 100, 11, 150, 3), (0, 20, 300, 21, 300, 1)])),
+        (labels, part([(0, 20, 250, 19, 400, 2), (0, 30, 500, 31, 500, 1)])),
+    ]
+    events = EventsByStream.from_grouped(chunks)
+    assert list(events.dup_runs(1)) == [
+        (0, 10, 100, 11, 150, 3),
+        (0, 20, 250, 19, 400, 3),
+        (0, 30, 500, 31, 500, 1),
+    ]
+    assert events.count() == 7 and events.kinds(1) == {("s2c", "duplicate_ack")}
+    # Out of order as handed over: walked in order of the first all the same.
+    late = [(labels, part([(0, 40, 900, 41, 900, 1), (0, 50, 600, 51, 700, 2)], False))]
+    assert [r[1] for r in EventsByStream.from_grouped(late).dup_runs(1)] == [50, 40]

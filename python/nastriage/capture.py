@@ -193,8 +193,13 @@ def _grouped_events(
     analysis: Any, rows: int, dup_runs: bool
 ) -> Iterator[tuple[list[tuple[str, str]], dict[int, Any]]]:
     labels: list[tuple[str, str]] = []
+    if dup_runs:
+        # The duplicate ACKs' runs over the whole table first (numbering every label
+        # as the table does), then the other events a range at a time.
+        labels, streams = analysis.tcp_dup_ack_runs(labels)
+        yield labels, streams
     for start in range(0, int(analysis.table_len("tcp_events")), rows):
-        labels, streams = analysis.tcp_events_by_stream(start, start + rows, labels, dup_runs)
+        labels, streams = analysis.tcp_events_by_stream(start, start + rows, labels, not dup_runs)
         yield labels, streams
 
 
@@ -385,8 +390,9 @@ class Capture:
     ) -> Iterator[tuple[list[tuple[str, str]], dict[int, Any]]] | None:
         """The ``tcp_events`` table regrouped by connection by the engine, ``rows`` rows at
         a time (``Analysis.tcp_events_by_stream``: what :class:`~nastriage.diagnosis.
-        events.EventsByStream` keeps; ``dup_runs``: duplicate ACKs as runs), or None when
-        the tables do not come from a live analysis."""
+        events.EventsByStream` keeps; ``dup_runs``: duplicate ACKs as runs over the whole
+        table, first, and not in the ranges), or None when the tables do not come from a
+        live analysis."""
         from nastriage import _core
 
         analysis: Any = self._analysis  # (a stand-in in tests)

@@ -6,9 +6,11 @@
 //! lossy single-connection copy (100,000 flags per GiB) it was most of the
 //! diagnosis' time.
 //!
-//! With `dup_runs`, duplicate ACKs come as runs instead (one per label and
-//! acknowledged frame: first time and frame, last time, count), which is
-//! all the loss analysis reads of them: they are most of a lossy copy's
+//! The diagnosis takes duplicate ACKs as runs instead (one per label and
+//! acknowledged frame: first time and frame, last time, count; made over
+//! the whole table at once by [`Part::DupRuns`]) and the other events a
+//! range at a time without them ([`Part::NoDupAcks`]): the runs are all the
+//! loss analysis reads of duplicate ACKs, which are most of a lossy copy's
 //! flags, and one by one they were most of the diagnosis' memory.
 
 use std::collections::HashMap;
@@ -66,11 +68,24 @@ impl Columns {
     }
 }
 
+/// Which of a range's events to hand over.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Part {
+    /// Every event in the columns.
+    All,
+    /// Every event but duplicate ACKs, in the columns.
+    NoDupAcks,
+    /// Only the duplicate ACKs, as runs.
+    DupRuns,
+}
+
 /// Duplicate ACKs of one connection, by (label code, acknowledged frame),
 /// in order of the first one of each in the rows.
 #[derive(Default)]
 struct Runs {
     index: HashMap<(u16, u64), usize>,
+    /// The runs are in order of their first duplicate ACK's (time, frame).
+    out_of_order: bool,
     codes: Vec<u16>,
     acked: Vec<i64>,
     first: Vec<(i64, u64)>,
@@ -85,11 +100,13 @@ impl Runs {
             Some(&i) => {
                 // (The first and last in (time, frame) order, whatever the
                 // rows' order.)
+                self.out_of_order |= key < self.first[i];
                 self.first[i] = self.first[i].min(key);
                 self.last[i] = self.last[i].max(e.ts);
                 self.count[i] += 1;
             }
             None => {
+                self.out_of_order |= self.first.last().is_some_and(|&f| key < f);
                 self.index.insert((code, acked), self.codes.len());
                 self.codes.push(code);
                 // Frames fit an i64, as in `Columns::push`.
@@ -101,8 +118,9 @@ impl Runs {
         }
     }
 
-    /// `(codes, acked, first times, first frames, last times, counts)`:
-    /// native-endian u16 and i64 bytes.
+    /// `(codes, acked, first times, first frames, last times, counts,
+    /// in_order)`: native-endian u16 and i64 bytes, and whether the runs
+    /// are in order of their first duplicate ACK's (time, frame).
     fn into_py<'py>(self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         fn bytes<'py, T: Copy, const N: usize>(
             py: Python<'py>,
@@ -120,6 +138,9 @@ impl Runs {
             bytes(py, self.last.iter().copied(), i64::to_ne_bytes),
             bytes(py, self.count.iter().copied(), i64::to_ne_bytes),
         ];
+        let in_order = pyo3::types::PyBool::new(py, !self.out_of_order).to_owned();
+        let mut items: Vec<Bound<'py, PyAny>> = items.into_iter().map(Bound::into_any).collect();
+        items.push(in_order.into_any());
         PyTuple::new(py, items)
     }
 }
@@ -132,19 +153,18 @@ impl Runs {
 /// in_order)` — native-endian i64 / i64 / u16 / i64 / i64 bytes and a list
 /// of detail texts (None for a duplicate ACK, whose numbers are in
 /// `dup_numbers` and `acked`; elsewhere those hold 0 and -1; both are
-/// empty with `dup_runs`), and whether
-/// these rows of the connection are in (time, frame) order, then its
-/// duplicate ACKs as runs when `dup_runs` (see [`Runs::into_py`]; they are
-/// then left out of the columns), else None. Read a range at a time, the
-/// bytes of a lossy copy's hundreds of thousands of events are never all
-/// held twice.
+/// empty unless `part` is [`Part::All`]), whether these rows of the
+/// connection are in (time, frame) order, then its duplicate ACKs as runs
+/// for [`Part::DupRuns`] (see [`Runs::into_py`]; the columns are then
+/// empty), else None. Read a range at a time, the bytes of a lossy copy's
+/// hundreds of thousands of events are never all held twice.
 pub(crate) fn by_stream<'py>(
     py: Python<'py>,
     a: &Analysis,
     start: usize,
     stop: usize,
     known: Vec<(String, String)>,
-    dup_runs: bool,
+    part: Part,
 ) -> PyResult<Bound<'py, PyTuple>> {
     // The labels by name; `codes` caches them by the engine's static names
     // so that an event costs no allocation.
@@ -171,23 +191,23 @@ pub(crate) fn by_stream<'py>(
             order.push(e.stream);
             Default::default()
         });
-        if kind == "duplicate_ack" {
-            match (e.detail, dup_runs) {
-                // The run of the ACK it repeats (one of its own without that).
-                (Detail::DupAck { frame, .. }, true) => {
-                    runs.add(&e, code, frame);
-                    continue;
-                }
-                (_, true) => {
-                    runs.add(&e, code, e.frame);
-                    continue;
-                }
-                (Detail::DupAck { num, frame }, false) => {
-                    cols.push(&e, code, None, Some((i64::from(num), frame as i64)));
-                    continue;
-                }
-                (_, false) => {}
+        let dup_ack = kind == "duplicate_ack";
+        match (part, dup_ack, e.detail) {
+            // The run of the ACK it repeats (one of its own without that).
+            (Part::DupRuns, true, Detail::DupAck { frame, .. }) => {
+                runs.add(&e, code, frame);
+                continue;
             }
+            (Part::DupRuns, true, _) => {
+                runs.add(&e, code, e.frame);
+                continue;
+            }
+            (Part::DupRuns, false, _) | (Part::NoDupAcks, true, _) => continue,
+            (Part::All, true, Detail::DupAck { num, frame }) => {
+                cols.push(&e, code, None, Some((i64::from(num), frame as i64)));
+                continue;
+            }
+            _ => {}
         }
         let text = e.detail_text();
         let detail = if text.len() < SHARED_TEXT {
@@ -202,7 +222,12 @@ pub(crate) fn by_stream<'py>(
         } else {
             PyString::new(py, &text).unbind()
         };
-        cols.push(&e, code, Some(detail), (!dup_runs).then_some((0, -1)));
+        cols.push(
+            &e,
+            code,
+            Some(detail),
+            (part == Part::All).then_some((0, -1)),
+        );
     }
     let out = PyDict::new(py);
     for stream in order {
@@ -210,7 +235,7 @@ pub(crate) fn by_stream<'py>(
             continue;
         };
         let details = PyList::new(py, c.details)?;
-        let runs = if dup_runs {
+        let runs = if part == Part::DupRuns {
             runs.into_py(py)?.into_any()
         } else {
             py.None().into_bound(py)
@@ -222,8 +247,7 @@ pub(crate) fn by_stream<'py>(
             details,
             PyBytes::new(py, &c.acked),
             PyBytes::new(py, &c.dup_numbers),
-            // (A connection whose only events here are duplicate ACKs has
-            // no columns: in order.)
+            // (A connection with no events in the columns here: in order.)
             c.in_order || c.last.is_none(),
             runs,
         );

@@ -116,11 +116,40 @@ class _Stream:
         #: The runs are in the order of their first duplicate ACK's (time, frame).
         self.runs_in_order = True
 
+    def add_runs(self, runs: tuple[Any, ...]) -> None:
+        """Runs as the engine makes them (see ``Analysis.tcp_dup_ack_runs``): native
+        bytes of their columns, and whether they are in order of their first."""
+        *data, in_order = runs
+        columns = []
+        for typecode, b in zip("Hqqqqq", data):
+            a = array(typecode)
+            a.frombytes(b)
+            columns.append(a)
+        if not self.run_codes:
+            # The first for this connection: taken as they come (their index is made
+            # only if more come).
+            (
+                self.run_codes,
+                self.run_keys,
+                self.run_first,
+                self.run_first_frame,
+                self.run_last,
+                self.run_count,
+            ) = columns
+            self.runs_in_order = bool(in_order)
+            self.run_index = None
+            return
+        for run in zip(*columns):
+            self.add_run(*run)
+
     def add_run(
         self, code: int, key: int, first: int, first_frame: int, last: int, count: int
     ) -> None:
         index = self.run_index
-        assert index is not None, "runs are gathered before they are read"
+        if index is None:
+            index = self.run_index = {
+                c << 48 | k: i for i, (c, k) in enumerate(zip(self.run_codes, self.run_keys))
+            }
         # (Frames fit in 48 bits: 280 trillion.)
         i = index.get(code << 48 | key)
         if i is None:
@@ -200,10 +229,11 @@ class EventsByStream(Mapping[int, list[Event]]):
         chunks: Iterable[tuple[list[tuple[str, str]], dict[int, Any]]],
         reread: Reread | None = None,
     ) -> EventsByStream:
-        """The same, from the engine's own regrouping of the table a range of rows at a
-        time (``Analysis.tcp_events_by_stream``), duplicate ACKs as runs: columns as
-        bytes, made without a Python object per cell. ``reread()`` gives the events
-        again with every duplicate ACK, for a connection's full list."""
+        """The same, from the engine's own regrouping of the table
+        (``Capture.tcp_events_by_stream(dup_runs=True)``: the duplicate ACKs' runs, then
+        the other events a range of rows at a time): columns as bytes, made without a
+        Python object per cell. ``reread()`` gives the events again with every duplicate
+        ACK, for a connection's full list."""
         out = cls(None)
         out._reread = reread
         streams = out._streams
@@ -226,15 +256,8 @@ class EventsByStream(Mapping[int, list[Event]]):
                         or n == len(s.frames)
                         or (s.times[n], s.frames[n]) >= (s.times[n - 1], s.frames[n - 1])
                     )
-                if runs is None:
-                    raise ValueError("from_grouped needs the duplicate ACKs as runs")
-                cols = []
-                for typecode, data in zip("Hqqqqq", runs):
-                    a = array(typecode)
-                    a.frombytes(data)
-                    cols.append(a)
-                for run in zip(*cols):
-                    s.add_run(*run)
+                if runs is not None:
+                    s.add_runs(runs)
         for s in streams.values():
             s.seal()
         return out

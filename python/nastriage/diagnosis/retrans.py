@@ -31,10 +31,11 @@ import itertools
 import math
 import re
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from nastriage.diagnosis.context import Context, Event, reverse
+from nastriage.diagnosis.events import DupRunRow
 
 __all__ = ["KEEP", "DupRun", "LossAnalysis", "Spans", "analyse", "analyse_stream"]
 
@@ -238,61 +239,66 @@ def analyse_stream(ctx: Context, stream: int, d: str) -> LossAnalysis:
             m = _BYTES.search(detail)
             if m:
                 unseen_bytes += int(m.group(1))
-    # The duplicate-ACK runs against this direction's data, by their first duplicate ACK.
-    runs: list[DupRun] = []
-    for code, key, first, first_frame, last, count in ctx.events.dup_runs(stream):
-        if actions[code] == _DUP_ACK and first not in zw:
-            run = DupRun(key, first, first_frame)
-            run.last, run.count = last, count
-            runs.append(run)
+
+    # The duplicate-ACK runs against this direction's data, by their first duplicate ACK
+    # (walked twice as plain rows: a lossy copy has tens of thousands, and a DupRun is made
+    # only for those a finding keeps).
+    def runs() -> Iterator[DupRunRow]:
+        for run in ctx.events.dup_runs(stream):
+            if actions[run[0]] == _DUP_ACK and run[2] not in zw:
+                yield run
+
+    run_count = sum(1 for _ in runs())
     # Holes explained by capture drops do not make the capture "downstream" of a loss.
     # A hole the receiver then acknowledges although the capture never saw its data was
     # dropped by the capture (the ACK follows within a round trip plus a delayed ACK).
     ack_wait = int(((rtt or DEFAULT_LONG_RUN_MS) * 2 + 250.0) * 1e6)
     real_holes = sum(1 for h in hole_times if not _followed(h, unseen_times, ack_wait))
     # The capture is downstream of the losses when it sees their holes (about one per run).
-    downstream = bool(real_holes) and real_holes >= 0.25 * len(runs)
+    downstream = bool(real_holes) and real_holes >= 0.25 * run_count
 
     recovery_until = -1
     episodes: list[tuple[int, int]] = []
     loss_runs: list[DupRun] = []
     reorder_runs: list[DupRun] = []
     loss_run_count = reorder_run_count = 0
-    for run in runs:
-        i = bisect.bisect_left(resent_times, run.first - int(1e6))
+    for _, key, first, first_frame, last, count in runs():
+        i = bisect.bisect_left(resent_times, first - int(1e6))
         nxt = resent_times[i] if i < len(resent_times) else None
+        fill_delay_ns = None
+        retransmitted = nxt is not None and nxt <= last + long_ns
         if downstream:
-            run.fill_delay_ns = None if nxt is None else max(0, nxt - run.first)
-            run.retransmitted = nxt is not None and nxt <= run.last + long_ns
-            if run.first <= recovery_until:
-                run.kind = "loss-continued"
-            elif run.fill_delay_ns is None:
-                run.kind = "unknown"
+            fill_delay_ns = None if nxt is None else max(0, nxt - first)
+            if first <= recovery_until:
+                kind = "loss-continued"
+            elif fill_delay_ns is None:
+                kind = "unknown"
             else:
-                run.kind = "loss" if run.fill_delay_ns >= long_ns else "reorder"
+                kind = "loss" if fill_delay_ns >= long_ns else "reorder"
+        elif first <= recovery_until:
+            kind = "loss-continued"
         else:
-            run.retransmitted = nxt is not None and nxt <= run.last + long_ns
-            if run.first <= recovery_until:
-                run.kind = "loss-continued"
-            else:
-                run.kind = "loss" if run.retransmitted else "reorder"
-        if run.kind in ("loss", "loss-continued"):
-            end = max(run.last, (nxt or run.last) if run.retransmitted else run.last)
+            kind = "loss" if retransmitted else "reorder"
+        if kind in ("loss", "loss-continued"):
+            end = max(last, (nxt or last) if retransmitted else last)
             end += int((rtt or long_ms) * 1e6)
             recovery_until = max(recovery_until, end)
-            if run.kind == "loss" or not episodes:
-                episodes.append((run.first, end))
+            if kind == "loss" or not episodes:
+                episodes.append((first, end))
             else:
                 episodes[-1] = (episodes[-1][0], max(episodes[-1][1], end))
-        if run.kind == "loss":
+        kept = None
+        if kind == "loss":
             loss_run_count += 1
-            if len(loss_runs) < KEEP:
-                loss_runs.append(run)
-        elif run.kind == "reorder":
+            kept = loss_runs if len(loss_runs) < KEEP else None
+        elif kind == "reorder":
             reorder_run_count += 1
-            if len(reorder_runs) < KEEP:
-                reorder_runs.append(run)
-    del runs
+            kept = reorder_runs if len(reorder_runs) < KEEP else None
+        if kept is not None:
+            run = DupRun(key, first, first_frame)
+            run.last, run.count = last, count
+            run.fill_delay_ns, run.retransmitted, run.kind = fill_delay_ns, retransmitted, kind
+            kept.append(run)
 
     in_episodes = Spans(episodes)
     timeout_count = 0
