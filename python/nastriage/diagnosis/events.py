@@ -148,15 +148,15 @@ class _Stream:
         index = self.run_index
         if index is None:
             index = self.run_index = {
-                c << 48 | k: i for i, (c, k) in enumerate(zip(self.run_codes, self.run_keys))
+                k << 16 | c: i for i, (c, k) in enumerate(zip(self.run_codes, self.run_keys))
             }
-        # (Frames fit in 48 bits: 280 trillion.)
-        i = index.get(code << 48 | key)
+        # (One number per (code, key), codes being below 2**16.)
+        i = index.get(key << 16 | code)
         if i is None:
             n = len(self.run_codes)
             if n and (first, first_frame) < (self.run_first[n - 1], self.run_first_frame[n - 1]):
                 self.runs_in_order = False
-            index[code << 48 | key] = n
+            index[key << 16 | code] = n
             self.run_codes.append(code)
             self.run_keys.append(key)
             self.run_first.append(first)

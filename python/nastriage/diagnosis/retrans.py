@@ -199,7 +199,7 @@ def analyse_stream(ctx: Context, stream: int, d: str) -> LossAnalysis:
 
     # The last resent frame taken: a frame with several flags (a retransmission that is
     # also a fast one) counts once, and its flags are next to each other in time order.
-    last_resent = -1
+    last_resent: int | None = None
     # The resent segments as columns (a lossy copy has tens of thousands): frame, time,
     # and the time since the oldest unacknowledged segment (s; NaN when not given).
     resent_frames = array("q")
