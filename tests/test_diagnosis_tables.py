@@ -155,23 +155,27 @@ def test_no_events() -> None:
     assert len(empty) == 0 and empty.get(3) is None and empty.count() == 0
 
 
-def test_events_out_of_time_order_come_sorted() -> None:
-    """A connection whose flags are not in time order in the table (a clock step) is walked
-    in time order, frames breaking ties; a duplicate ACK's text that is not the engine's
-    is kept as it is."""
+def _events_of(rows: list[tuple[Any, ...]]) -> Any:
+    """The events of a hand-made ``tcp_events`` table with these rows."""
     import pyarrow as pa
 
     from nastriage.diagnosis.events import EventsByStream
 
+    names = ["frame", "time", "stream", "direction", "kind", "detail"]
+    return EventsByStream(pa.table({n: [r[i] for r in rows] for i, n in enumerate(names)}))
+
+
+def test_events_out_of_time_order_come_sorted() -> None:
+    """A connection whose flags are not in time order in the table (a clock step) is walked
+    in time order, frames breaking ties; a duplicate ACK's text that is not the engine's
+    is kept as it is."""
     rows = [
         (7, 300, 1, "c2s", "retransmission", "rto=0.200000s since frame 3"),
         (8, 100, 1, "s2c", "duplicate_ack", "dup_ack=1 of frame 5"),
         (9, 100, 1, "s2c", "duplicate_ack", "dup_ack=02 of frame 5"),
         (4, 200, 2, "c2s", "lost_segment", "missing=10 bytes"),
     ]
-    names = ["frame", "time", "stream", "direction", "kind", "detail"]
-    table = pa.table({n: [r[i] for r in rows] for i, n in enumerate(names)})
-    events = EventsByStream(table)
+    events = _events_of(rows)
     assert [(f, t, d) for f, t, _, d in events.ordered(1)] == [
         (7, 300, "rto=0.200000s since frame 3"),
     ]
@@ -194,10 +198,6 @@ def test_duplicate_ack_runs_in_any_order() -> None:
     """A run's first duplicate ACK is the first in (time, frame) order and its last time
     the latest, whatever the table's order (a clock step); a duplicate ACK whose text does
     not name the ACK it repeats is a run of its own frame; runs come by their first."""
-    import pyarrow as pa
-
-    from nastriage.diagnosis.events import EventsByStream
-
     rows = [
         (20, 500, 1, "s2c", "duplicate_ack", "dup_ack=3 of frame 10"),
         (12, 200, 1, "s2c", "duplicate_ack", "dup_ack=1 of frame 10"),
@@ -208,9 +208,7 @@ def test_duplicate_ack_runs_in_any_order() -> None:
         # (A number no frame has, from a table not written by the engine: its own run.)
         (33, 900, 1, "c2s", "duplicate_ack", "dup_ack=1 of frame 99999999999999999999999"),
     ]
-    names = ["frame", "time", "stream", "direction", "kind", "detail"]
-    table = pa.table({n: [r[i] for r in rows] for i, n in enumerate(names)})
-    events = EventsByStream(table)
+    events = _events_of(rows)
     s2c = events.labels.index(("s2c", "duplicate_ack"))
     c2s = events.labels.index(("c2s", "duplicate_ack"))
     assert list(events.dup_runs(1)) == [
