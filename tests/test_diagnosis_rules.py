@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+from array import array
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -643,5 +644,36 @@ def test_span_index_agrees_with_a_scan_of_every_span() -> None:
             start = rng.randrange(-50, 200)
             spans.append((start, start + rng.randrange(0, 60)))
         index = Spans(spans)
+        # The same spans already in order of their starts, equal starts in any order (as
+        # the loss episodes come).
+        rng.shuffle(spans)
+        spans.sort(key=lambda sp: sp[0])
+        by_start = Spans.by_start(
+            array("q", (s for s, _ in spans)), array("q", (e for _, e in spans))
+        )
         for t in range(-60, 270):
-            assert (t in index) == any(s <= t <= e for s, e in spans), (t, spans)
+            inside = any(s <= t <= e for s, e in spans)
+            assert (t in index) == inside and (t in by_start) == inside, (t, spans)
+
+
+def test_union_of_spans_in_order_of_starts() -> None:
+    """The loss analysis's recovery time: the union of spans merged in order of their
+    starts (equal starts in any order, empty and reversed spans ignored) is that of
+    sorting them all."""
+    import heapq
+    import random
+
+    from nastriage.diagnosis.timeline import union_ns, union_sorted_ns
+
+    def covered(spans: list[tuple[int, int]]) -> int:
+        return len({t for s, e in spans for t in range(s, e)})
+
+    rng = random.Random(11)
+    for _ in range(300):
+        a = [(s, s + rng.randrange(-5, 40)) for s in (rng.randrange(0, 200) for _ in range(8))]
+        b = [(s, s + rng.randrange(-5, 40)) for s in (rng.randrange(0, 200) for _ in range(5))]
+        a.sort(key=lambda sp: sp[0])
+        b.sort()
+        want = covered(a + b)
+        assert union_ns(a + b) == want
+        assert union_sorted_ns(heapq.merge(a, b)) == want, (a, b)

@@ -27,15 +27,17 @@ out (they belong to the receiver stall).
 from __future__ import annotations
 
 import bisect
+import heapq
 import itertools
 import math
 import re
 from array import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from nastriage.diagnosis.context import Context, Event, reverse
 from nastriage.diagnosis.events import DupRunRow
+from nastriage.diagnosis.timeline import union_sorted_ns
 
 __all__ = ["KEEP", "DupRun", "LossAnalysis", "Spans", "analyse", "analyse_stream"]
 
@@ -171,9 +173,18 @@ class Spans:
 
     def __init__(self, spans: Iterable[tuple[int, int]]) -> None:
         ordered = sorted(spans)
-        self._starts = [s for s, _ in ordered]
+        self._starts = array("q", (s for s, _ in ordered))
         # The latest end among the spans that start at or before each one.
-        self._reach = list(itertools.accumulate((e for _, e in ordered), max))
+        self._reach = array("q", itertools.accumulate((e for _, e in ordered), max))
+
+    @classmethod
+    def by_start(cls, starts: array[int], ends: array[int]) -> Spans:
+        """The spans ``starts[i]``..``ends[i]``, already in order of their starts (the
+        order of equal starts does not matter: the reach past them is their latest end)."""
+        out = cls(())
+        out._starts = array("q", starts)
+        out._reach = array("q", itertools.accumulate(ends, max))
+        return out
 
     def __contains__(self, t: int) -> bool:
         i = bisect.bisect_right(self._starts, t)
@@ -206,10 +217,10 @@ def analyse_stream(ctx: Context, stream: int, d: str) -> LossAnalysis:
     resent_times = array("q")
     resent_rto = array("d")
     spurious = 0
-    hole_times: list[int] = []
+    hole_times = array("q")
     ack_unseen: list[Event] = []
     ack_unseen_count = 0
-    unseen_times: list[int] = []
+    unseen_times = array("q")
     unseen_bytes = 0
     # What each (direction, kind) label means here, looked up once per label and not
     # once per event (a lossy copy walks a hundred thousand events per direction).
@@ -258,7 +269,10 @@ def analyse_stream(ctx: Context, stream: int, d: str) -> LossAnalysis:
     downstream = bool(real_holes) and real_holes >= 0.25 * run_count
 
     recovery_until = -1
-    episodes: list[tuple[int, int]] = []
+    # The loss episodes' starts and ends, in order of their starts (a lossy copy has tens
+    # of thousands: columns, not a tuple each).
+    ep_starts = array("q")
+    ep_ends = array("q")
     loss_runs: list[DupRun] = []
     reorder_runs: list[DupRun] = []
     loss_run_count = reorder_run_count = 0
@@ -283,10 +297,11 @@ def analyse_stream(ctx: Context, stream: int, d: str) -> LossAnalysis:
             end = max(last, (nxt or last) if retransmitted else last)
             end += int((rtt or long_ms) * 1e6)
             recovery_until = max(recovery_until, end)
-            if kind == "loss" or not episodes:
-                episodes.append((first, end))
+            if kind == "loss" or not ep_starts:
+                ep_starts.append(first)
+                ep_ends.append(end)
             else:
-                episodes[-1] = (episodes[-1][0], max(episodes[-1][1], end))
+                ep_ends[-1] = max(ep_ends[-1], end)
         kept = None
         if kind == "loss":
             loss_run_count += 1
@@ -300,7 +315,7 @@ def analyse_stream(ctx: Context, stream: int, d: str) -> LossAnalysis:
             run.fill_delay_ns, run.retransmitted, run.kind = fill_delay_ns, retransmitted, kind
             kept.append(run)
 
-    in_episodes = Spans(episodes)
+    in_episodes = Spans.by_start(ep_starts, ep_ends)
     timeout_count = 0
     timeout_frames: list[int] = []
     timeout_spans: list[tuple[int, int]] = []
@@ -323,9 +338,10 @@ def analyse_stream(ctx: Context, stream: int, d: str) -> LossAnalysis:
             reordered += 1
             if not downstream:
                 needless += 1
-        if episodes and episodes[0][0] <= time <= episodes[0][1]:
+        if ep_starts and ep_starts[0] <= time <= ep_ends[0]:
             first_episode += 1
-    recovery = _union([*episodes, *timeout_spans])
+    # (Both in order of their starts, merged without a list of every episode.)
+    recovery = union_sorted_ns(heapq.merge(zip(ep_starts, ep_ends), sorted(timeout_spans)))
     segments = (info.frames_c2s if d == "c2s" else info.frames_s2c) if info else 0
     return LossAnalysis(
         stream=stream,
@@ -354,8 +370,8 @@ def analyse_stream(ctx: Context, stream: int, d: str) -> LossAnalysis:
         reordered_segments=reordered,
         needless_retransmissions=needless,
         recovery_ns=recovery,
-        episodes=episodes[:KEEP],
-        episode_count=len(episodes),
+        episodes=list(zip(ep_starts[:KEEP], ep_ends[:KEEP])),
+        episode_count=len(ep_starts),
         first_episode_segments=first_episode,
     )
 
@@ -383,13 +399,7 @@ def _action(label: tuple[str, str], d: str, rd: str) -> int:
     return _SKIP
 
 
-def _followed(t: int, times: list[int], window_ns: int) -> bool:
+def _followed(t: int, times: Sequence[int], window_ns: int) -> bool:
     """Whether a time in the sorted ``times`` lies in [t, t + window_ns]."""
     i = bisect.bisect_left(times, t)
     return i < len(times) and times[i] <= t + window_ns
-
-
-def _union(spans: list[tuple[int, int]]) -> int:
-    from nastriage.diagnosis.timeline import union_ns
-
-    return union_ns(spans)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,10 +43,18 @@ DATA_OPS = frozenset(
 
 def union_ns(intervals: list[tuple[int, int]]) -> int:
     """Total length of the union of [start, end) intervals."""
+    return union_sorted_ns(sorted(intervals))
+
+
+def union_sorted_ns(intervals: Iterable[tuple[int, int]]) -> int:
+    """Total length of the union of [start, end) intervals given in order of their starts
+    (any order among equal starts)."""
     total = 0
     cur_s: int | None = None
     cur_e = 0
-    for s, e in sorted(i for i in intervals if i[1] > i[0]):
+    for s, e in intervals:
+        if e <= s:
+            continue
         if cur_s is None or s > cur_e:
             if cur_s is not None:
                 total += cur_e - cur_s
