@@ -102,13 +102,18 @@ def label(lab_dir: Path, run: str) -> dict[str, Any]:
     return json.loads((lab_dir / run / scenario / "label.json").read_text())  # type: ignore[no-any-return]
 
 
+def capture(lab_dir: Path, run: str, side: str) -> Any:
+    """The run's capture on one side, analysed."""
+    import nastriage
+
+    return nastriage.open(lab_dir / run / RUNS[run][0] / f"{side}.pcap")
+
+
 def connection(lab_dir: Path, run: str, side: str) -> dict[str, Any]:
     """The ``tcp_connections`` row of the run's bulk connection (most payload)."""
     import pyarrow as pa
 
-    import nastriage
-
-    cap = nastriage.open(lab_dir / run / RUNS[run][0] / f"{side}.pcap")
+    cap = capture(lab_dir, run, side)
     cols = ["stream", "payload_bytes_c2s", "payload_bytes_s2c"]
     payload = {
         r["stream"]: r["payload_bytes_c2s"] + r["payload_bytes_s2c"]
@@ -214,12 +219,9 @@ def test_starved_server_does_not_inflate_the_rtt(lab_dir: Path, side: str) -> No
     # The server was starved: its READs took tens of milliseconds, by the load generator's
     # own timing and by the capture's (the srt table, ~58 ms here) ...
     assert label(lab_dir, "server-latency")["loadgen"]["latency_ms"]["median"] > 5
-    import nastriage
-
-    cap = nastriage.open(lab_dir / "server-latency" / RUNS["server-latency"][0] / f"{side}.pcap")
     reads = [
         r["p50_ms"]
-        for r in cap.table("srt").to_pylist()
+        for r in capture(lab_dir, "server-latency", side).table("srt").to_pylist()
         if r["breakdown"] == "op" and r["op"] == "READ"
     ]
     assert reads and reads[0] > 5, reads

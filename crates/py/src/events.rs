@@ -84,7 +84,8 @@ pub(crate) enum Part {
 #[derive(Default)]
 struct Runs {
     index: HashMap<(u16, u64), usize>,
-    /// The runs are in order of their first duplicate ACK's (time, frame).
+    /// The runs are not in order of their first duplicate ACK's (time,
+    /// frame): the rows went back in time.
     out_of_order: bool,
     codes: Vec<u16>,
     acked: Vec<i64>,
