@@ -158,13 +158,59 @@ type GroupId = (u8, &'static str, u32, u32, u32, u32);
 /// The `srt` table, one transaction at a time (in any order).
 #[derive(Debug, Default)]
 pub(crate) struct SrtBuilder {
-    groups: foldhash::HashMap<GroupId, Group>,
+    /// Groups in order of creation, and their numbers by key.
+    groups: Vec<(GroupId, Group)>,
+    group_ids: foldhash::HashMap<GroupId, u32>,
     names: crate::interner::Interner,
     ends: Vec<EndRef>,
     end_ids: foldhash::HashMap<EndRef, u32>,
     /// Keys of the file breakdown (bounded).
     pub(crate) files: FileNames,
     spill: Spill,
+    /// The groups of the last few kinds of request (see [`Recent`]).
+    recent: Vec<Recent>,
+    /// The entry of `recent` to replace next.
+    recent_next: usize,
+}
+
+/// Kinds of request remembered with their groups. A copy alternates a few
+/// (READ and WRITE of one file, between one client and one server), and a
+/// request matching one of them skips the ten hash lookups of its names,
+/// endpoints and groups.
+const RECENT: usize = 4;
+
+/// What decides a request's groups, and those groups.
+#[derive(Debug)]
+struct Recent {
+    protocol: &'static str,
+    version: u32,
+    op_code: u32,
+    op: String,
+    client: EndRef,
+    server: EndRef,
+    file: Option<String>,
+    /// The error status's name for failed requests.
+    status: Option<String>,
+    /// Looking the file up counted it under [`crate::interner::OTHER_FILES`]
+    /// (the bound was reached before its name was seen), as each repeat of
+    /// the lookup would.
+    folded: bool,
+    /// Numbers (in `groups`) of the op, client, server, file and status
+    /// groups.
+    slots: [Option<u32>; 5],
+}
+
+impl Recent {
+    fn matches(&self, t: &Transaction, file: Option<&str>, status: Option<&str>) -> bool {
+        self.op_code == t.op_code
+            && self.version == t.version
+            && self.protocol == t.protocol
+            && self.client == EndRef::of(t, true)
+            && self.server == EndRef::of(t, false)
+            && self.op == t.op
+            && self.file.as_deref() == file
+            && self.status.as_deref() == status
+    }
 }
 
 impl SrtBuilder {
@@ -180,44 +226,44 @@ impl SrtBuilder {
         })
     }
 
+    fn group(&mut self, id: GroupId) -> u32 {
+        let n = self.groups.len() as u32;
+        *self.group_ids.entry(id).or_insert_with(|| {
+            self.groups.push((id, Group::default()));
+            n
+        })
+    }
+
     pub(crate) fn add(&mut self, t: &Transaction) {
         let failed = crate::transaction_table::failed(t);
         // Errors by status: the reply's status name (or the RPC-level
         // failure), for requests that did not succeed.
-        let status = if failed {
-            let name = t
-                .rpc_status
+        let status = failed.then(|| {
+            t.rpc_status
                 .as_deref()
                 .or(t.status_name.as_deref())
                 .map(str::to_string)
                 .or_else(|| t.status.map(|s| format!("0x{s:08x}")))
-                .unwrap_or_default();
-            self.id(&name)
-        } else {
-            self.id("")
-        };
-        let client = self.end_id(EndRef::of(t, true));
-        let server = self.end_id(EndRef::of(t, false));
+                .unwrap_or_default()
+        });
         let file = t.file_name.as_deref().or(t.share.as_deref());
-        let file = file.filter(|f| !f.is_empty()).map(|f| self.files.id(f));
-        let empty = self.id("");
-        let op = self.id(&t.op);
-        // The file and status breakdowns only for requests that have one.
-        let keys = [
-            Some(empty),
-            Some(client),
-            Some(server),
-            file,
-            (status != empty).then_some(status),
-        ];
-        for (by, key) in keys.into_iter().enumerate() {
-            let Some(key) = key else {
+        let file = file.filter(|f| !f.is_empty());
+        let hit = self
+            .recent
+            .iter()
+            .find(|r| r.matches(t, file, status.as_deref()))
+            .map(|r| (r.slots, r.folded));
+        let slots = match hit {
+            Some((slots, folded)) => {
+                self.files.folded += u64::from(folded);
+                slots
+            }
+            None => self.slots(t, file, status),
+        };
+        for slot in slots.into_iter().flatten() {
+            let Some((_, g)) = self.groups.get_mut(slot as usize) else {
                 continue;
             };
-            let g = self
-                .groups
-                .entry((by as u8, t.protocol, t.version, op, t.op_code, key))
-                .or_default();
             g.calls += 1;
             match t.srt_ns() {
                 Some(s) => g.srt.push(s, &mut self.spill),
@@ -227,6 +273,57 @@ impl SrtBuilder {
                 g.errors += 1;
             }
         }
+    }
+
+    /// The groups of a request not among the recent kinds, which it then
+    /// joins.
+    fn slots(
+        &mut self,
+        t: &Transaction,
+        file: Option<&str>,
+        status: Option<String>,
+    ) -> [Option<u32>; 5] {
+        let empty = self.id("");
+        let status_id = self.id(status.as_deref().unwrap_or(""));
+        let client = self.end_id(EndRef::of(t, true));
+        let server = self.end_id(EndRef::of(t, false));
+        let folded_before = self.files.folded;
+        let file_id = file.map(|f| self.files.id(f));
+        let folded = self.files.folded != folded_before;
+        let op = self.id(&t.op);
+        // The file and status breakdowns only for requests that have one.
+        let keys = [
+            Some(empty),
+            Some(client),
+            Some(server),
+            file_id,
+            (status_id != empty).then_some(status_id),
+        ];
+        let mut slots = [None; 5];
+        for (by, key) in keys.into_iter().enumerate() {
+            if let Some(key) = key {
+                slots[by] = Some(self.group((by as u8, t.protocol, t.version, op, t.op_code, key)));
+            }
+        }
+        let r = Recent {
+            protocol: t.protocol,
+            version: t.version,
+            op_code: t.op_code,
+            op: t.op.clone(),
+            client: EndRef::of(t, true),
+            server: EndRef::of(t, false),
+            file: file.map(str::to_string),
+            status,
+            folded,
+            slots,
+        };
+        if self.recent.len() < RECENT {
+            self.recent.push(r);
+        } else if let Some(old) = self.recent.get_mut(self.recent_next) {
+            *old = r;
+            self.recent_next = (self.recent_next + 1) % RECENT;
+        }
+        slots
     }
 
     pub(crate) fn finish(self, convs: &ConversationTable) -> RecordBatch {
@@ -403,6 +500,19 @@ mod tests {
             b.add(&t);
         }
         assert_eq!(b.files.folded, 300);
+        // A folded name repeated (the recent kinds' path) counts each time.
+        for _ in 0..5 {
+            let t = Transaction {
+                protocol: "nfs",
+                transport: "tcp",
+                version: 3,
+                op: "LOOKUP".into(),
+                file_name: Some("g7".into()),
+                ..Default::default()
+            };
+            b.add(&t);
+        }
+        assert_eq!(b.files.folded, 305);
         let table = b.finish(&ConversationTable::default());
         let by = table.column_by_name("breakdown").expect("breakdown");
         let by = by.as_any().downcast_ref::<StringArray>().expect("strings");
@@ -419,8 +529,8 @@ mod tests {
                 _ => {}
             }
         }
-        assert_eq!((files, other), (MAX_FILE_NAMES, 300));
-        assert_eq!(op_calls, n as u64 + 300);
+        assert_eq!((files, other), (MAX_FILE_NAMES, 305));
+        assert_eq!(op_calls, n as u64 + 305);
     }
 
     /// Groups of thousands of requests (most response times in the spill)
@@ -453,7 +563,7 @@ mod tests {
             b.add(&t);
         }
         // Most samples went to the spill.
-        assert!(b.groups.values().all(|g| g.srt.blocks.len() >= 3));
+        assert!(b.groups.iter().all(|(_, g)| g.srt.blocks.len() >= 3));
         let table = b.finish(&ConversationTable::default());
         let col = |name: &str| table.column_by_name(name).cloned();
         let by = col("breakdown").expect("breakdown");
@@ -488,5 +598,92 @@ mod tests {
             seen += 1;
         }
         assert_eq!(seen, 3);
+    }
+
+    /// Requests cycling through more kinds than are remembered (and some
+    /// repeating one kind), with files, failures and unanswered ones: every
+    /// group counts what a count by hand over the requests gives.
+    #[test]
+    fn groups_count_every_request_whatever_the_order() {
+        use arrow_array::{StringArray, UInt64Array};
+        let ops = ["READ", "WRITE", "GETATTR", "LOOKUP", "ACCESS", "COMMIT"];
+        let mut b = SrtBuilder::default();
+        let mut want: BTreeMap<(String, String, String), (u64, u64, u64)> = BTreeMap::new();
+        for i in 0..5000u32 {
+            // Runs of a few kinds that differ only in connection or
+            // failure (all remembered), then a cycle over many more.
+            let run = i % 100 < 40;
+            let k = if run { 0 } else { (i % 6) as usize };
+            let op = ops[k];
+            let failed = i % 7 == 0;
+            let answered = i % 11 != 0;
+            let file = if run {
+                Some("file0".to_string())
+            } else {
+                (i % 3 != 0).then(|| format!("file{}", i % 5))
+            };
+            let stream = if run { (i / 2) % 2 } else { i % 2 };
+            let t = Transaction {
+                protocol: "nfs",
+                transport: "udp",
+                version: 3,
+                op: op.into(),
+                op_code: k as u32,
+                stream,
+                client_addr: Some(("10.0.0.1".parse().expect("ip"), 700 + stream as u16)),
+                server_addr: Some(("10.0.0.2".parse().expect("ip"), 2049)),
+                file_name: file.clone(),
+                status: answered.then_some(if failed { 2 } else { 0 }),
+                status_name: (answered && failed).then(|| "NFS3ERR_NOENT".into()),
+                reply: answered.then(|| crate::transactions::PduSpan {
+                    last_ts: 1_000,
+                    ..Default::default()
+                }),
+                ..Default::default()
+            };
+            b.add(&t);
+            let failed = crate::transaction_table::failed(&t);
+            let client = format!("10.0.0.1:{}", 700 + stream);
+            let mut keys = vec![
+                ("op", String::new()),
+                ("client", client),
+                ("server", "10.0.0.2:2049".to_string()),
+            ];
+            if let Some(f) = file {
+                keys.push(("file", f));
+            }
+            if failed {
+                keys.push(("status", "NFS3ERR_NOENT".into()));
+            }
+            for (by, key) in keys {
+                let w = want.entry((by.into(), op.into(), key)).or_default();
+                w.0 += 1;
+                w.1 += u64::from(failed);
+                w.2 += u64::from(!answered);
+            }
+        }
+        let table = b.finish(&ConversationTable::default());
+        let strings = |name: &str| {
+            let c = table.column_by_name(name).expect(name);
+            let c = c.as_any().downcast_ref::<StringArray>().expect("strings");
+            (0..c.len())
+                .map(|i| c.value(i).to_string())
+                .collect::<Vec<_>>()
+        };
+        let counts = |name: &str| {
+            let c = table.column_by_name(name).expect(name);
+            let c = c.as_any().downcast_ref::<UInt64Array>().expect("u64");
+            c.values().to_vec()
+        };
+        let (by, op, key) = (strings("breakdown"), strings("op"), strings("key"));
+        let (calls, errors, unanswered) = (counts("calls"), counts("errors"), counts("unanswered"));
+        let mut got = BTreeMap::new();
+        for i in 0..table.num_rows() {
+            got.insert(
+                (by[i].clone(), op[i].clone(), key[i].clone()),
+                (calls[i], errors[i], unanswered[i]),
+            );
+        }
+        assert_eq!(got, want);
     }
 }

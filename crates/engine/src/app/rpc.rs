@@ -231,6 +231,33 @@ impl Sink for DirSink<'_, '_> {
         }
     }
 
+    fn prefix_suffices(&self, hdr: &[u8]) -> bool {
+        match parse_rpc_message(hdr) {
+            // RPCSEC_GSS wraps (integrity) or encrypts (privacy) the body.
+            Ok(RpcMessage::Call(h)) if !matches!(h.cred, Credential::Gss(_)) => h
+                .args_offset()
+                .and_then(|off| hdr.get(off..))
+                .is_some_and(|args| decode::call_prefix_suffices(h.prog, h.vers, h.proc_, args)),
+            Ok(RpcMessage::Reply(h)) => {
+                let success = matches!(
+                    h.stat,
+                    ReplyStat::Accepted {
+                        stat: AcceptStat::Success,
+                        ..
+                    }
+                );
+                let pending = self.core.pending.get(&(1 - self.dir, h.xid));
+                match (pending, hdr.get(h.body_offset..)) {
+                    (Some(p), Some(res)) if success && p.ctx.gss_service.is_none() => {
+                        decode::reply_prefix_suffices(&p.ctx, res)
+                    }
+                    _ => false,
+                }
+            }
+            _ => false,
+        }
+    }
+
     fn lost_sync(&mut self) {
         self.ctx.log.resyncs += 1;
     }

@@ -284,3 +284,52 @@ fn nfs_reply(tx: &mut Transaction, rc: &ReplyCtx, r: &NfsReply, names: &mut Name
         _ => {}
     }
 }
+
+/// Whether decoding a call's arguments reads nothing past `args`, a prefix
+/// of them: they end in bulk data (an NFSv3 WRITE's payload, or the payload
+/// of a WRITE that is the last operation of a COMPOUND) whose first bytes
+/// are already in the prefix. Such a record's remaining bytes need not be
+/// kept (see [`super::framing::Sink::prefix_suffices`]): the decoders take
+/// a payload's length from its length field and never read its bytes.
+pub fn call_prefix_suffices(prog: u32, vers: u32, proc_: u32, args: &[u8]) -> bool {
+    match (prog, vers, proc_) {
+        (PROG_NFS, 3, v3::NFSPROC3_WRITE) => {
+            parse_nfs3_call(proc_, args).is_ok_and(|c| c.data_len.is_some() && !c.complete)
+        }
+        (PROG_NFS, 4, 1) => {
+            nastriage_proto::nfs4_records::parse_compound4_args(args).is_ok_and(|a| {
+                use nastriage_proto::nfs4_records::Nfs4OpArgs;
+                a.stopped.is_none()
+                    && a.ops.len() == a.num_ops as usize
+                    && matches!(
+                        a.ops.last(),
+                        Some(o) if matches!(o.args, Nfs4OpArgs::Write { data_complete: false, .. })
+                    )
+            })
+        }
+        _ => false,
+    }
+}
+
+/// As [`call_prefix_suffices`], for a successful reply's results: an
+/// NFSv3 READ's data, or the data of a READ that is the last operation of
+/// a COMPOUND's results.
+pub fn reply_prefix_suffices(rc: &ReplyCtx, res: &[u8]) -> bool {
+    match (rc.prog, rc.vers, rc.proc_) {
+        (PROG_NFS, 3, v3::NFSPROC3_READ) => {
+            parse_nfs3_reply(rc.proc_, res).is_ok_and(|r| r.data_len.is_some() && !r.complete)
+        }
+        (PROG_NFS, 4, 1) => {
+            nastriage_proto::nfs4_records::parse_compound4_res(res).is_ok_and(|r| {
+                use nastriage_proto::nfs4_records::Nfs4OpRes;
+                r.stopped.is_none()
+                    && r.ops.len() == r.num_ops as usize
+                    && matches!(
+                        r.ops.last(),
+                        Some(o) if matches!(o.res, Nfs4OpRes::Read { data_complete: false, .. })
+                    )
+            })
+        }
+        _ => false,
+    }
+}

@@ -24,6 +24,14 @@ pub const HEADER_CAP: usize = 4096;
 /// Kept for replies listing a directory (READDIR/READDIRPLUS), whose names
 /// feed the handle → name map.
 pub const LISTING_CAP: usize = 64 * 1024;
+/// As a record's kept prefix reaches each of these sizes (and the record
+/// goes on), the sink is asked whether the prefix already holds all the
+/// decoder reads ([`Sink::prefix_suffices`]). A READ reply's or WRITE
+/// call's header mostly fits in the first, with a long credential or file
+/// handle in the second; copying the first 4 KiB of every payload instead
+/// costs a copy of most of a bulk transfer and evicts the parser's working
+/// set.
+const PROBES: [usize; 2] = [256, 1024];
 /// Bytes carried from one chunk to the next while scanning, enough to
 /// validate a record mark and an RPC header.
 const SCAN_WINDOW: usize = 64;
@@ -52,6 +60,12 @@ pub trait Sink {
     /// How many leading bytes to keep of a record starting with this XID
     /// and message type.
     fn header_cap(&self, xid: u32, mtype: u32) -> usize;
+    /// Given the first bytes of a longer record (see [`PROBES`]),
+    /// true when decoding reads nothing past them (the rest is bulk data
+    /// whose bytes no decoder looks at): the framer then keeps no more.
+    fn prefix_suffices(&self, _hdr: &[u8]) -> bool {
+        false
+    }
     /// The framer lost its place (a record mark was not captured, or the
     /// bytes at a record boundary are not RPC).
     fn lost_sync(&mut self);
@@ -79,6 +93,9 @@ struct Acc {
     cut: bool,
     /// The start of the content was checked to be RPC.
     checked: bool,
+    /// How many of [`PROBES`] were made (the sink asked whether the
+    /// prefix suffices).
+    probes: usize,
 }
 
 impl Acc {
@@ -98,6 +115,24 @@ impl Acc {
         self.cap_decided = false;
         self.cut = false;
         self.checked = false;
+        self.probes = 0;
+    }
+
+    /// The prefix size of the next probe, if one is to come.
+    fn next_probe(&self) -> Option<usize> {
+        if self.cut {
+            return None;
+        }
+        PROBES.get(self.probes).copied()
+    }
+
+    /// Bytes of `avail` to hand to [`Acc::content`] now: up to the next
+    /// probe's size, so that no more is copied before it.
+    fn take_before_probe(&self, avail: usize) -> usize {
+        match self.next_probe() {
+            Some(at) if at > self.hdr.len() => avail.min(at - self.hdr.len()),
+            _ => avail,
+        }
     }
 
     fn touch(&mut self, n: u64, frame: u64, ts: i64) {
@@ -257,6 +292,26 @@ impl Framer {
         });
     }
 
+    /// Once the prefix of a record that goes on reaches the next probe's
+    /// size, stop keeping bytes if the sink says the prefix suffices. Only
+    /// for the default cap: a listing's larger cap is kept whole.
+    fn probe(&mut self, sink: &dyn Sink) {
+        let a = &mut self.acc;
+        let Some(at) = a.next_probe() else {
+            return;
+        };
+        if a.hdr.len() < at || !a.cap_decided {
+            return;
+        }
+        a.probes += 1;
+        if a.cap != HEADER_CAP {
+            a.probes = PROBES.len();
+        } else if sink.prefix_suffices(&a.hdr) {
+            a.cap = a.hdr.len();
+            a.probes = PROBES.len();
+        }
+    }
+
     /// Check the start of the record content once enough of it is there;
     /// false if it is not RPC (the caller then loses sync).
     fn check_start(&mut self, sink: &dyn Sink, ended: bool) -> bool {
@@ -339,12 +394,16 @@ impl Framer {
                 }
                 Mode::Body { left, last } => {
                     let take = (left.min((bytes.len() - i) as u64)) as usize;
+                    let take = self.acc.take_before_probe(take);
                     self.acc.content(&bytes[i..i + take], frame, ts);
                     i += take;
                     let left = left - take as u64;
                     if !self.check_start(sink, left == 0 && last) {
                         self.lose(sink);
                         continue;
+                    }
+                    if !(left == 0 && last) {
+                        self.probe(sink);
                     }
                     if left == 0 {
                         self.end_fragment(last, sink);
@@ -484,5 +543,128 @@ impl Framer {
             }
         }
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nastriage_synth::rpc::{encode_call, record_mark, AuthSys};
+
+    /// A sink that says a prefix suffices from `suffices_at` bytes on, and
+    /// notes the records it got.
+    struct Mock {
+        suffices_at: usize,
+        cap: usize,
+        records: Vec<(usize, u64)>,
+    }
+
+    impl Mock {
+        fn new(suffices_at: usize) -> Self {
+            Mock {
+                suffices_at,
+                cap: HEADER_CAP,
+                records: Vec::new(),
+            }
+        }
+    }
+
+    impl Sink for Mock {
+        fn record(&mut self, rec: Record<'_>) {
+            self.records.push((rec.hdr.len(), rec.span.bytes));
+        }
+        fn awaits_reply(&self, _xid: u32) -> bool {
+            false
+        }
+        fn header_cap(&self, _xid: u32, _mtype: u32) -> usize {
+            self.cap
+        }
+        fn prefix_suffices(&self, hdr: &[u8]) -> bool {
+            hdr.len() >= self.suffices_at
+        }
+        fn lost_sync(&mut self) {}
+    }
+
+    /// A call record of `len` content bytes (an RPC header and padding).
+    fn call_record(len: usize) -> Vec<u8> {
+        let body = vec![0u8; len.saturating_sub(40)];
+        let msg = encode_call(1, 100003, 3, 7, &AuthSys::new("c", 0, 0), &body);
+        record_mark(&msg)
+    }
+
+    /// Feeds `bytes` in `seg`-byte chunks; returns the kept prefix length
+    /// and the record's byte count, per record.
+    fn feed(bytes: &[u8], seg: usize, sink: &mut Mock) -> Vec<(usize, u64)> {
+        let mut f = Framer::default();
+        let mut off = 0u64;
+        for (i, c) in bytes.chunks(seg).enumerate() {
+            f.data(off, c, i as u64 + 1, i as i64, sink);
+            off += c.len() as u64;
+        }
+        f.finish(sink);
+        std::mem::take(&mut sink.records)
+    }
+
+    #[test]
+    fn a_long_record_keeps_only_the_prefix_that_suffices() {
+        let rec = call_record(32 * 1024);
+        let whole = rec.len() as u64;
+        // Enough at the first probe, at the second, or never.
+        for (at, kept) in [
+            (PROBES[0], PROBES[0]),
+            (PROBES[1], PROBES[1]),
+            (usize::MAX, HEADER_CAP),
+        ] {
+            for seg in [1, 100, 1448, 9000, rec.len()] {
+                let mut m = Mock::new(at);
+                assert_eq!(
+                    feed(&rec, seg, &mut m),
+                    vec![(kept, whole)],
+                    "at {at} seg {seg}"
+                );
+            }
+        }
+        // Records in a row: each starts with a fresh probe.
+        let two = [call_record(8000), call_record(300)].concat();
+        let mut m = Mock::new(PROBES[0]);
+        let got = feed(&two, 1448, &mut m);
+        assert_eq!(
+            got.iter().map(|r| r.0).collect::<Vec<_>>(),
+            [PROBES[0], PROBES[0]]
+        );
+    }
+
+    #[test]
+    fn short_records_and_larger_caps_are_kept_whole() {
+        // A record ending at a probe's size is not cut there.
+        for len in [100, PROBES[0], PROBES[0] + 4, PROBES[1]] {
+            let rec = call_record(len);
+            let content = rec.len() - 4;
+            let mut m = Mock::new(PROBES[0]);
+            let kept = if content > PROBES[0] {
+                PROBES[0]
+            } else {
+                content
+            };
+            assert_eq!(feed(&rec, 1448, &mut m)[0].0, kept, "len {len}");
+            let mut m = Mock::new(usize::MAX);
+            assert_eq!(feed(&rec, 1448, &mut m)[0].0, content, "len {len}");
+        }
+        // A listing's cap is never probed.
+        let rec = call_record(20_000);
+        let mut m = Mock::new(0);
+        m.cap = LISTING_CAP;
+        assert_eq!(feed(&rec, 1448, &mut m)[0].0, rec.len() - 4);
+    }
+
+    #[test]
+    fn a_hole_before_the_probe_ends_the_prefix() {
+        let rec = call_record(8000);
+        let mut m = Mock::new(PROBES[0]);
+        let mut f = Framer::default();
+        f.data(0, &rec[..100], 1, 1, &mut m);
+        f.hole(100, 1000, 2, 2, &mut m);
+        f.data(1100, &rec[1100..], 3, 3, &mut m);
+        assert_eq!(m.records, vec![(96, rec.len() as u64)]);
     }
 }

@@ -843,3 +843,266 @@ fn long_readdirplus_listing_names_every_entry() {
         Some("/srv/file-149")
     );
 }
+
+/// Bulk transfers whose payload ends the record are decoded from the
+/// prefix kept before the payload (see `framing::PROBES`), with the fields
+/// a whole record gives; payloads followed by more operations, and headers
+/// longer than the first probe (a long credential), are kept as before.
+#[test]
+fn bulk_payloads_are_decoded_from_the_prefix_before_them() {
+    let (mut s, fh) = server_with_file();
+    let data = vec![0x5au8; 40_000];
+    let long_cred = AuthSys {
+        gids: (0..16).collect(),
+        ..AuthSys::new(&"m".repeat(255), 1000, 1000)
+    };
+    let mut h = H::new();
+    let mut seq = 0u32;
+    let mut send = |h: &mut H, dir: u8, rec: Vec<u8>| {
+        seq += 1;
+        // Alternate segment sizes, as TSO and MSS-sized captures do.
+        for c in rec.chunks(if seq.is_multiple_of(2) { 1448 } else { 9000 }) {
+            h.data(dir, c);
+        }
+    };
+    // NFSv3 WRITE of 32 KiB, with the usual and with a long credential.
+    let w = Call::Write {
+        fh,
+        offset: 65536,
+        stable: Stable::Unstable,
+        data: data[..32768].to_vec(),
+    };
+    send(&mut h, 0, record_mark(&nfs3(1, &w)));
+    send(&mut h, 1, record_mark(&nfs3_reply(1, &mut s, &w)));
+    let long = encode_call(2, NFS, 3, w.procedure(), &long_cred, &w.encode_args());
+    send(&mut h, 0, record_mark(&long));
+    send(&mut h, 1, record_mark(&nfs3_reply(2, &mut s, &w)));
+    // NFSv3 READ of 32 KiB.
+    let r = Call::Read {
+        fh,
+        offset: 0,
+        count: 32768,
+    };
+    send(&mut h, 0, record_mark(&nfs3(3, &r)));
+    send(&mut h, 1, record_mark(&nfs3_reply(3, &mut s, &r)));
+    // NFSv4.1: SEQUENCE, PUTFH, WRITE (last) of 30000 bytes.
+    let stateid = [0u8; 16];
+    let write4 = |n: usize| {
+        let mut x = Xdr::new();
+        x.opaque_fixed(&stateid).u64(4096).u32(2).opaque(&data[..n]);
+        (38, x.buf)
+    };
+    let getattr4 = {
+        let mut x = Xdr::new();
+        x.u32(1).u32(1 << 4);
+        (9, x.buf)
+    };
+    let (putfh, fh4) = (22, fh_arg(&[7u8; 28]));
+    send(
+        &mut h,
+        0,
+        record_mark(&v4_call(
+            4,
+            &[sequence_args(0), (putfh, fh4.clone()), write4(30000)],
+        )),
+    );
+    let mut wres = Xdr::new();
+    wres.u32(30000).u32(2).opaque_fixed(&[1u8; 8]);
+    send(
+        &mut h,
+        1,
+        record_mark(&v4_reply(
+            4,
+            0,
+            &[
+                sequence_res(0),
+                (putfh, 0, vec![]),
+                (38, 0, wres.buf.clone()),
+            ],
+        )),
+    );
+    // WRITE followed by GETATTR, its payload short enough for the
+    // GETATTR to be read: not the last operation, so kept whole.
+    send(
+        &mut h,
+        0,
+        record_mark(&v4_call(
+            5,
+            &[
+                sequence_args(1),
+                (putfh, fh4.clone()),
+                write4(2000),
+                getattr4.clone(),
+            ],
+        )),
+    );
+    let mut gres = Xdr::new();
+    gres.u32(1).u32(1 << 4).opaque(&8192u64.to_be_bytes());
+    send(
+        &mut h,
+        1,
+        record_mark(&v4_reply(
+            5,
+            0,
+            &[
+                sequence_res(1),
+                (putfh, 0, vec![]),
+                (38, 0, wres.buf.clone()),
+                (9, 0, gres.buf.clone()),
+            ],
+        )),
+    );
+    // SEQUENCE, PUTFH, READ (last) of 30000 bytes.
+    let mut rarg = Xdr::new();
+    rarg.opaque_fixed(&stateid).u64(0).u32(30000);
+    send(
+        &mut h,
+        0,
+        record_mark(&v4_call(
+            6,
+            &[sequence_args(2), (putfh, fh4), (25, rarg.buf)],
+        )),
+    );
+    let mut rres = Xdr::new();
+    rres.bool(true).opaque(&data[..30000]);
+    send(
+        &mut h,
+        1,
+        record_mark(&v4_reply(
+            6,
+            0,
+            &[sequence_res(2), (putfh, 0, vec![]), (25, 0, rres.buf)],
+        )),
+    );
+    let log = h.finish();
+    let t = &log.transactions;
+    assert_eq!(t.len(), 6);
+    for w in &t[..2] {
+        assert_eq!(
+            (w.op.as_str(), w.offset, w.count),
+            ("WRITE", Some(65536), Some(32768))
+        );
+        assert_eq!((w.stable, w.reply_count), (Some(0), Some(32768)));
+        assert!(w.request.complete && w.reply.unwrap().complete);
+    }
+    assert_eq!((t[2].op.as_str(), t[2].reply_count), ("READ", Some(32768)));
+    assert!(t[2].eof.is_some());
+    assert_eq!(t[3].compound_ops.as_deref(), Some("SEQUENCE,PUTFH,WRITE"));
+    assert_eq!(
+        (t[3].op.as_str(), t[3].offset, t[3].count),
+        ("WRITE", Some(4096), Some(30000))
+    );
+    assert_eq!((t[3].stable, t[3].reply_count), (Some(2), Some(30000)));
+    assert_eq!(
+        t[4].compound_ops.as_deref(),
+        Some("SEQUENCE,PUTFH,WRITE,GETATTR")
+    );
+    assert_eq!(
+        t[4].compound_status.as_deref(),
+        Some("NFS4_OK,NFS4_OK,NFS4_OK,NFS4_OK")
+    );
+    assert_eq!(
+        (t[5].op.as_str(), t[5].reply_count, t[5].eof),
+        ("READ", Some(30000), Some(true))
+    );
+    for x in t {
+        assert!(x.note.is_none(), "{:?}", x.note);
+        assert_eq!(x.slot.is_some(), x.version == 4);
+    }
+}
+
+/// Which prefixes suffice: a payload that ends the record once its length
+/// is in the prefix; not before, not a payload with operations after it,
+/// not a payload the prefix holds whole.
+#[test]
+fn prefix_suffices_only_for_a_trailing_payload_already_begun() {
+    use nastriage_proto::rpc_records::{parse_rpc_message, RpcMessage};
+    let call_says = |msg: &[u8], n: usize| match parse_rpc_message(&msg[..n.min(msg.len())]) {
+        Ok(RpcMessage::Call(h)) => h.args_offset().is_some_and(|o| {
+            decode::call_prefix_suffices(h.prog, h.vers, h.proc_, &msg[o..n.min(msg.len())])
+        }),
+        _ => false,
+    };
+    let (_, fh) = server_with_file();
+    let data = vec![1u8; 8000];
+    let w = Call::Write {
+        fh,
+        offset: 0,
+        stable: Stable::FileSync,
+        data: data.clone(),
+    };
+    let v3 = nfs3(1, &w);
+    assert!(call_says(&v3, 256));
+    // Cut before the payload's length; or the payload held whole.
+    assert!(!call_says(&v3, 100));
+    let small = nfs3(
+        1,
+        &Call::Write {
+            fh,
+            offset: 0,
+            stable: Stable::FileSync,
+            data: vec![1u8; 10],
+        },
+    );
+    assert!(!call_says(&small, small.len()));
+    // A long credential: not at the first probe, at the second.
+    let long_cred = AuthSys {
+        gids: (0..16).collect(),
+        ..AuthSys::new(&"m".repeat(255), 1000, 1000)
+    };
+    let long = encode_call(1, NFS, 3, w.procedure(), &long_cred, &w.encode_args());
+    assert!(!call_says(&long, 256));
+    assert!(call_says(&long, 1024));
+    // NFSv4: WRITE last, or followed by GETATTR.
+    let mut wa = Xdr::new();
+    wa.opaque_fixed(&[0u8; 16]).u64(0).u32(2).opaque(&data);
+    let getattr = (9, vec![0, 0, 0, 1, 0, 0, 0, 16]);
+    let last = v4_call(
+        2,
+        &[
+            sequence_args(0),
+            (22, fh_arg(&[7; 28])),
+            (38, wa.buf.clone()),
+        ],
+    );
+    assert!(call_says(&last, 256));
+    let then = v4_call(2, &[sequence_args(0), (38, wa.buf.clone()), getattr]);
+    assert!(!call_says(&then, 256));
+    // Other procedures never.
+    let r = nfs3(
+        3,
+        &Call::Read {
+            fh,
+            offset: 0,
+            count: 8000,
+        },
+    );
+    assert!(!call_says(&r, r.len()));
+
+    // Replies: NFSv3 READ, NFSv4 READ last; READ then GETATTR not.
+    let rc = |vers, proc_| decode::ReplyCtx {
+        prog: NFS,
+        vers,
+        proc_,
+        ..Default::default()
+    };
+    let reply_says =
+        |rc: &decode::ReplyCtx, msg: &[u8], n: usize| match parse_rpc_message(&msg[..n]) {
+            Ok(RpcMessage::Reply(h)) => decode::reply_prefix_suffices(rc, &msg[h.body_offset..n]),
+            _ => false,
+        };
+    let mut rr = Xdr::new();
+    rr.u32(0).u32(0).u32(8000).bool(false).opaque(&data);
+    let v3r = encode_reply_success(3, &rr.buf);
+    assert!(reply_says(&rc(3, 6), &v3r, 256));
+    assert!(!reply_says(&rc(3, 6), &v3r, 30));
+    assert!(!reply_says(&rc(3, 7), &v3r, 256));
+    let mut r4 = Xdr::new();
+    r4.bool(false).opaque(&data);
+    let last = v4_reply(4, 0, &[sequence_res(0), (25, 0, r4.buf.clone())]);
+    assert!(reply_says(&rc(4, 1), &last, 256));
+    let mut g = Xdr::new();
+    g.u32(1).u32(16).opaque(&[0; 8]);
+    let then = v4_reply(4, 0, &[sequence_res(0), (25, 0, r4.buf), (9, 0, g.buf)]);
+    assert!(!reply_says(&rc(4, 1), &then, 256));
+}
