@@ -471,46 +471,30 @@ mod tests {
     fn file_keys_are_bounded() {
         use crate::interner::{MAX_FILE_NAMES, OTHER_FILES};
         use arrow_array::{StringArray, UInt64Array};
+        let lookup = |name: String| Transaction {
+            protocol: "nfs",
+            transport: "tcp",
+            version: 3,
+            op: "LOOKUP".into(),
+            file_name: Some(name),
+            ..Default::default()
+        };
         let mut b = SrtBuilder::default();
         let n = 2 * MAX_FILE_NAMES;
         for i in 0..n {
-            let t = Transaction {
-                protocol: "nfs",
-                transport: "tcp",
-                version: 3,
-                op: "LOOKUP".into(),
-                // Every name twice: a kept name seen again stays its own key.
-                file_name: Some(format!("f{}", i / 2)),
-                ..Default::default()
-            };
-            b.add(&t);
+            // Every name twice: a kept name seen again stays its own key.
+            b.add(&lookup(format!("f{}", i / 2)));
         }
         assert_eq!(b.files.len(), MAX_FILE_NAMES);
         // Names 0 .. MAX-1 (two requests each) are all kept.
         assert_eq!(b.files.folded, 0);
         for i in 0..300 {
-            let t = Transaction {
-                protocol: "nfs",
-                transport: "tcp",
-                version: 3,
-                op: "LOOKUP".into(),
-                file_name: Some(format!("g{i}")),
-                ..Default::default()
-            };
-            b.add(&t);
+            b.add(&lookup(format!("g{i}")));
         }
         assert_eq!(b.files.folded, 300);
         // A folded name repeated (the recent kinds' path) counts each time.
         for _ in 0..5 {
-            let t = Transaction {
-                protocol: "nfs",
-                transport: "tcp",
-                version: 3,
-                op: "LOOKUP".into(),
-                file_name: Some("g7".into()),
-                ..Default::default()
-            };
-            b.add(&t);
+            b.add(&lookup("g7".into()));
         }
         assert_eq!(b.files.folded, 305);
         let table = b.finish(&ConversationTable::default());
