@@ -91,10 +91,27 @@ impl Conversation {
     }
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 struct FlowKey {
     lo: Endpoint,
     hi: Endpoint,
+}
+
+/// Hashed as a few whole words (an IPv4 endpoint is one) rather than field
+/// by field, as the derived hash does (the enum's tag, the address's length
+/// and bytes, the port): the key is hashed once a frame.
+impl std::hash::Hash for FlowKey {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        for (ip, port) in [self.lo, self.hi] {
+            match ip {
+                IpAddr::V4(a) => h.write_u64(u64::from(a.to_bits()) << 16 | u64::from(port)),
+                IpAddr::V6(a) => {
+                    h.write_u128(a.to_bits());
+                    h.write_u64(1 << 32 | u64::from(port));
+                }
+            }
+        }
+    }
 }
 
 fn key(src: Endpoint, dst: Endpoint) -> FlowKey {
@@ -216,5 +233,75 @@ impl ConversationTable {
 
     pub fn get(&self, stream: u32) -> Option<&Conversation> {
         self.convs.get(stream as usize)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::{IpAddr, Ipv4Addr};
+
+    use nastriage_net::tcp_flags::{ACK, SYN};
+    use nastriage_net::{IpInfo, TcpOptions, TcpSegment};
+
+    use super::*;
+
+    fn frame(
+        t: &mut ConversationTable,
+        n: u64,
+        from: (u8, u16),
+        to: (u8, u16),
+        flags: u16,
+        seq: u32,
+    ) -> Assignment {
+        let ip = IpInfo {
+            version: 4,
+            src: IpAddr::V4(Ipv4Addr::new(10, 0, 0, from.0)),
+            dst: IpAddr::V4(Ipv4Addr::new(10, 0, 0, to.0)),
+            ttl: 64,
+            id: 0,
+            proto: 6,
+            payload_len: 20,
+            dont_fragment: true,
+            reassembled: false,
+        };
+        let tcp = TcpSegment {
+            src_port: from.1,
+            dst_port: to.1,
+            seq,
+            ack: 0,
+            flags,
+            window: 100,
+            header_len: 20,
+            options: TcpOptions::default(),
+            payload_len: 0,
+            payload: &[],
+        };
+        t.update(n, n as i64, 60, &ip, &tcp)
+    }
+
+    /// Frames of one connection in a row, others in between, both
+    /// directions, a retransmitted SYN, and new SYNs on used 4-tuples.
+    #[test]
+    fn runs_interleaving_and_port_reuse() {
+        let mut t = ConversationTable::default();
+        let (c, s, c2) = ((1, 700), (2, 2049), (3, 800));
+        let a = |x: Assignment| (x.stream, x.dir, x.replaced);
+        assert_eq!(a(frame(&mut t, 1, c, s, SYN, 10)), (0, 0, None));
+        assert_eq!(a(frame(&mut t, 2, s, c, SYN | ACK, 90)), (0, 1, None));
+        assert_eq!(a(frame(&mut t, 3, c, s, ACK, 11)), (0, 0, None));
+        assert_eq!(a(frame(&mut t, 4, c2, s, SYN, 50)), (1, 0, None));
+        assert_eq!(a(frame(&mut t, 5, s, c, ACK, 91)), (0, 1, None));
+        assert_eq!(a(frame(&mut t, 6, s, c2, SYN | ACK, 70)), (1, 1, None));
+        // The same SYN again is a retransmission, not a new connection.
+        assert_eq!(a(frame(&mut t, 7, c2, s, SYN, 50)), (1, 0, None));
+        // Reuse right after a frame of the same connection ...
+        assert_eq!(a(frame(&mut t, 8, c2, s, SYN, 5000)), (2, 0, Some(1)));
+        assert_eq!(a(frame(&mut t, 9, s, c2, ACK, 71)), (2, 1, None));
+        // ... and after another connection's frame.
+        assert_eq!(a(frame(&mut t, 10, c, s, SYN, 7000)), (3, 0, Some(0)));
+        assert_eq!(a(frame(&mut t, 11, s, c2, ACK, 72)), (2, 1, None));
+        assert_eq!(a(frame(&mut t, 12, s, c, ACK, 92)), (3, 1, None));
+        let frames: Vec<[u64; 2]> = t.conversations().iter().map(|c| c.frames).collect();
+        assert_eq!(frames, [[2, 2], [2, 1], [1, 2], [1, 1]]);
     }
 }

@@ -34,6 +34,7 @@ pub mod seq_analysis;
 pub mod seq_points;
 pub mod series;
 pub(crate) mod tables;
+pub mod unacked;
 pub mod window;
 pub mod zero_window;
 

@@ -126,25 +126,60 @@ pub fn payload_hash(p: &[u8]) -> u64 {
     // enough; hashing every byte of every segment cost about a tenth of the
     // whole analysis (bench/results/2026-11-22-baseline.md).
     const EDGE: usize = 64;
-    let h = p.len() as u64;
+    let n = p.len() as u64;
     if p.len() > 2 * EDGE {
-        edge_hash(edge_hash(h, &p[..EDGE]), &p[p.len() - EDGE..])
+        let (head, tail) = (&p[..EDGE], &p[p.len() - EDGE..]);
+        finish(edge_hash(n, head) ^ edge_hash(n ^ K[2], tail).rotate_left(32))
     } else {
-        edge_hash(h, p)
+        finish(edge_hash(n, p))
     }
 }
 
-fn edge_hash(mut h: u64, p: &[u8]) -> u64 {
-    const K: u64 = 0x9E37_79B9_7F4A_7C15;
-    let mut chunks = p.chunks_exact(8);
+const K: [u64; 4] = [
+    0x9E37_79B9_7F4A_7C15,
+    0xBF58_476D_1CE4_E5B9,
+    0x94D0_49BB_1331_11EB,
+    0xD6E8_FEB8_6659_FD93,
+];
+
+/// The 128-bit product folded to 64 bits (as in wyhash): one multiply
+/// mixes two words.
+#[inline]
+fn fold(a: u64, b: u64) -> u64 {
+    let m = u128::from(a) * u128::from(b);
+    (m as u64) ^ ((m >> 64) as u64)
+}
+
+#[inline]
+fn word(c: &[u8]) -> u64 {
+    let mut w = [0u8; 8];
+    w[..c.len()].copy_from_slice(c);
+    u64::from_le_bytes(w)
+}
+
+/// Each 16-byte chunk is folded on its own, salted by its place, and the
+/// results are XORed: the multiplies do not wait for each other, where a
+/// word-by-word chain made the CPU wait on every step (this hash is taken
+/// for every segment on the reading thread, the pass's busiest).
+fn edge_hash(seed: u64, p: &[u8]) -> u64 {
+    let mut acc = seed.wrapping_mul(K[0]);
+    let mut salt = seed ^ K[1];
+    let mut chunks = p.chunks_exact(16);
     for c in &mut chunks {
-        let w = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
-        h = (h ^ w).wrapping_mul(K).rotate_left(29);
+        acc ^= fold(word(&c[..8]) ^ salt, word(&c[8..]) ^ K[3]);
+        salt = salt.wrapping_add(K[0]);
     }
-    for b in chunks.remainder() {
-        h = (h ^ u64::from(*b)).wrapping_mul(K).rotate_left(29);
+    let r = chunks.remainder();
+    if !r.is_empty() {
+        let (a, b) = r.split_at(r.len().min(8));
+        acc ^= fold(word(a) ^ salt ^ ((r.len() as u64) << 56), word(b) ^ K[2]);
     }
-    h
+    acc
+}
+
+#[inline]
+fn finish(h: u64) -> u64 {
+    fold(h ^ K[3], K[0])
 }
 
 /// Per-direction counts.
@@ -405,6 +440,43 @@ mod tests {
         }
         assert!(!t.is_duplicate(100, 19, 7, h), "forgotten");
         assert_ne!(payload_hash(b""), payload_hash(b"\0"));
+    }
+
+    #[test]
+    fn payload_hash_sees_length_edges_and_place() {
+        let base: Vec<u8> = (0..200u32).map(|i| (i * 7 + 3) as u8).collect();
+        let h = payload_hash(&base);
+        // Every byte of the edges counts, wherever it sits in its chunk.
+        for i in (0..64).chain(136..200) {
+            let mut p = base.clone();
+            p[i] ^= 1;
+            assert_ne!(payload_hash(&p), h, "byte {i}");
+        }
+        // The middle is not hashed (by design: only the edges).
+        let mut p = base.clone();
+        p[100] ^= 1;
+        assert_eq!(payload_hash(&p), h);
+        // Swapped chunks, head and tail swapped, and zero padding differ.
+        let mut p = base.clone();
+        p[..32].rotate_left(16);
+        assert_ne!(payload_hash(&p), h);
+        let mut p = base.clone();
+        p.rotate_left(100);
+        p.rotate_right(36);
+        assert_ne!(payload_hash(&p), h);
+        let mut seen = std::collections::HashSet::new();
+        for n in 0..=40 {
+            assert!(seen.insert(payload_hash(&vec![0u8; n])), "{n} zero bytes");
+        }
+        // Short payloads: every byte and its place count.
+        for n in 1..=128 {
+            let p: Vec<u8> = (0..n).map(|i| i as u8).collect();
+            for i in 0..n {
+                let mut q = p.clone();
+                q[i] ^= 0x80;
+                assert_ne!(payload_hash(&q), payload_hash(&p), "{n} bytes, byte {i}");
+            }
+        }
     }
 
     #[test]

@@ -163,6 +163,10 @@ pub struct Rtt {
     single: [Reservoir; 2],
     pending: [VecDeque<TsMark>; 2],
     last_tsval: [Option<u32>; 2],
+    /// The smallest sample of the three reservoirs of each direction, as
+    /// their minima give it (the value as `f64`, back to `i64`), kept as
+    /// they are added: `far_min_ns` is asked several times a segment.
+    sample_min: [Option<i64>; 2],
 }
 
 impl Rtt {
@@ -180,7 +184,14 @@ impl Rtt {
             ],
             pending: Default::default(),
             last_tsval: [None; 2],
+            sample_min: [None; 2],
         }
+    }
+
+    fn note_min(&mut self, dir: usize, v: f64) {
+        let v = v as i64;
+        let m = &mut self.sample_min[dir];
+        *m = Some(m.map_or(v, |x| x.min(v)));
     }
 
     /// A data → ACK sample for data sent in `dir`; `single`: taken from a
@@ -191,6 +202,7 @@ impl Rtt {
         } else {
             self.data[dir].add(ns as f64);
         }
+        self.note_min(dir, ns as f64);
     }
 
     /// Single-segment ACK samples for data sent in `dir`.
@@ -251,6 +263,7 @@ impl Rtt {
                 if (m.elicits || prompt) && !single && ts >= m.ts {
                     let ns = ts - m.ts;
                     self.tsr[f].add(ns as f64);
+                    self.note_min(f, ns as f64);
                     return Some(ns);
                 }
                 return None;
@@ -279,7 +292,19 @@ impl Rtt {
     /// Smallest far-side time for data sent in `dir`, over every source
     /// (handshake part included): also the lower bound used to prove an ACK
     /// came too soon.
+    #[inline]
     pub fn far_min_ns(&self, dir: usize) -> Option<i64> {
+        let hs = self.hs.far_side_ns(dir);
+        match (hs, self.sample_min[dir]) {
+            (Some(h), Some(s)) => Some(h.min(s)),
+            (h, s) => h.or(s),
+        }
+    }
+
+    /// `far_min_ns` from the reservoirs themselves (the reference the
+    /// kept minimum is tested against).
+    #[cfg(test)]
+    fn far_min_from_reservoirs(&self, dir: usize) -> Option<i64> {
         let mut m = self.hs.far_side_ns(dir);
         for r in [&self.data[dir], &self.tsr[dir], &self.single[dir]] {
             if let Some(v) = r.min() {
@@ -381,5 +406,40 @@ mod tests {
         // Single-segment samples alone stand in.
         r.add_data_sample(1, 40 * MS, true);
         assert_eq!(r.far_side(1).unwrap().1, Source::SingleAck);
+    }
+
+    #[test]
+    fn kept_minimum_is_the_reservoirs_minimum() {
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let mut rnd = move |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        for round in 0..50 {
+            let mut r = Rtt::new(round);
+            if round % 3 == 0 {
+                r.hs.on_segment(0, 0, SYN, 100, 0);
+                r.hs.on_segment(1, 5 * MS, SYN | ACK, 900, 101);
+                r.hs.on_segment(0, 6 * MS, ACK, 101, 901);
+            }
+            for step in 0..300 {
+                let dir = rnd(2) as usize;
+                let ns = rnd(50 * MS as u64) as i64;
+                match rnd(3) {
+                    0 => r.add_data_sample(dir, ns, false),
+                    1 => r.add_data_sample(dir, ns, true),
+                    _ => {
+                        let val = step as u32;
+                        r.on_tsval(1 - dir, step * MS, val, true);
+                        r.on_tsecr(dir, step * MS + ns, val, false, false);
+                    }
+                }
+                for d in 0..2 {
+                    assert_eq!(r.far_min_ns(d), r.far_min_from_reservoirs(d));
+                }
+            }
+        }
     }
 }

@@ -13,6 +13,7 @@
 use nastriage_net::tcp_flags::{ACK, FIN, RST, SYN};
 
 use super::flags::{Flag, FlagSet};
+use super::unacked::{Segment, Unacked};
 
 /// Un-acknowledged segments remembered per direction. Wireshark keeps up to
 /// 10000; none of the flags depends on the list (it gives the RTO reference
@@ -69,14 +70,6 @@ impl Seg {
     }
 }
 
-#[derive(Debug, Clone, Copy)]
-struct Unacked {
-    frame: u64,
-    ts: i64,
-    seq: u32,
-    nextseq: u32,
-}
-
 /// State of one direction (Wireshark's `tcp_flow_t` and its
 /// `tcp_analyze_seq_flow_info_t`).
 #[derive(Debug, Clone)]
@@ -103,7 +96,7 @@ struct Flow {
     /// the peer has acknowledged it.
     fin_end: Option<u32>,
     fin_acked: bool,
-    unacked: Vec<Unacked>,
+    unacked: Unacked,
     /// Segments not remembered because `unacked` was full.
     untracked: u64,
 }
@@ -126,7 +119,7 @@ impl Default for Flow {
             lastsegmentflags: FlagSet::EMPTY,
             fin_end: None,
             fin_acked: false,
-            unacked: Vec::new(),
+            unacked: Unacked::default(),
             untracked: 0,
         }
     }
@@ -342,7 +335,7 @@ impl Connection {
         if len > 0 || s.has(SYN | FIN) {
             if fwd.unacked.len() < MAX_UNACKED {
                 let end = nextseq.wrapping_add(u32::from(s.has(SYN | FIN)));
-                fwd.unacked.push(Unacked {
+                fwd.unacked.push(Segment {
                     frame: s.frame,
                     ts: s.ts,
                     seq,
@@ -373,16 +366,7 @@ impl Connection {
 
         // Forget the segments this acknowledges (the ACK field is used even
         // without the ACK bit, as Wireshark does).
-        rev.unacked.retain_mut(|u| {
-            if ack == u.nextseq {
-                false
-            } else if gt(ack, u.seq) && le(ack, u.nextseq) {
-                u.seq = ack;
-                true
-            } else {
-                gt(u.nextseq, ack)
-            }
-        });
+        rev.unacked.forget_acked(ack);
 
         // After the analysis, dissect_tcp() notes the handshake.
         if s.has(SYN) {

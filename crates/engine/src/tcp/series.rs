@@ -99,6 +99,10 @@ pub struct Series {
     rows: usize,
     /// Bins not kept because of `max_rows`.
     pub dropped: u64,
+    /// The bin of the last time asked for, as [start, end) and index: a
+    /// segment asks for its bin several times, and frames come in time
+    /// order, so this spares most of the divisions.
+    last_bin: Option<(i64, i64, i64)>,
 }
 
 impl Default for Series {
@@ -120,7 +124,22 @@ impl Series {
             bins: Vec::new(),
             rows: 0,
             dropped: 0,
+            last_bin: None,
         }
+    }
+
+    /// The index of the bin holding `ts`: `ts.div_euclid(interval)`.
+    #[inline]
+    fn index(&mut self, ts: i64) -> i64 {
+        if let Some((lo, hi, idx)) = self.last_bin {
+            if lo <= ts && ts < hi {
+                return idx;
+            }
+        }
+        let idx = ts.div_euclid(self.interval);
+        let lo = idx.checked_mul(self.interval);
+        self.last_bin = lo.and_then(|lo| Some((lo, lo.checked_add(self.interval)?, idx)));
+        idx
     }
 
     pub fn interval_ns(&self) -> i64 {
@@ -142,14 +161,15 @@ impl Series {
         if self.cfg.interval_ns.is_some() {
             return;
         }
-        while (hi - lo) / self.interval >= TARGET_BINS && self.interval * 2 <= MAX_AUTO_INTERVAL_NS
-        {
+        // (hi - lo) / interval >= TARGET_BINS, without a division a frame.
+        while hi - lo >= TARGET_BINS * self.interval && self.interval * 2 <= MAX_AUTO_INTERVAL_NS {
             self.coarsen();
         }
     }
 
     fn coarsen(&mut self) {
         self.interval *= 2;
+        self.last_bin = None;
         let mut rows = 0;
         for dirs in &mut self.bins {
             for v in dirs.iter_mut() {
@@ -171,7 +191,7 @@ impl Series {
     /// The bin of `ts` for (stream, dir), created if needed (None when the
     /// row bound is reached).
     pub fn bin(&mut self, stream: u32, dir: usize, ts: i64) -> Option<&mut Bin> {
-        let idx = ts.div_euclid(self.interval);
+        let idx = self.index(ts);
         let s = stream as usize;
         if self.bins.len() <= s {
             self.bins.resize_with(s + 1, Default::default);
@@ -325,5 +345,33 @@ mod tests {
             ..Bin::default()
         });
         assert_eq!(a.window_raw, 7);
+    }
+
+    #[test]
+    fn remembered_bin_is_the_division() {
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut s = Series::default();
+        let mut t: i64 = -3 * MS;
+        for _ in 0..20_000 {
+            // Mostly forward by less than a bin, at times back, far ahead,
+            // or at the extremes.
+            t = match next() % 20 {
+                0 => t.saturating_sub((next() % (5 * MS as u64)) as i64),
+                1 => t.saturating_add((next() % (200 * MS as u64)) as i64),
+                2 => i64::MAX - (next() % 3) as i64,
+                3 => i64::MIN + (next() % 3) as i64,
+                _ => t.saturating_add((next() % (MS as u64 / 3)) as i64),
+            };
+            if next() % 1000 == 0 {
+                s.observe(t.clamp(-MS, 1000 * s.interval_ns()));
+            }
+            assert_eq!(s.index(t), t.div_euclid(s.interval_ns()), "at {t}");
+        }
     }
 }

@@ -34,7 +34,7 @@ fn set_principal(tx: &mut Transaction, opnums: &[u32]) -> Option<usize> {
 }
 
 fn names_joined(ops: impl Iterator<Item = u32>) -> String {
-    let mut s = String::new();
+    let mut s = String::with_capacity(48);
     for op in ops {
         if !s.is_empty() {
             s.push(',');
@@ -61,10 +61,19 @@ pub fn call(tx: &mut Transaction, rc: &mut ReplyCtx, args: &[u8], names: &NameMa
     let mut cur: Option<String> = None;
     let mut cur_fh: Option<&[u8]> = None;
     let mut saved: (Option<String>, Option<&[u8]>) = (None, None);
-    let mut paths = Vec::with_capacity(a.ops.len());
-    let mut has_getfh = false;
+    // The paths are kept only for a GETFH's result to be named.
+    let has_getfh = a
+        .ops
+        .iter()
+        .any(|o| o.op == nastriage_proto::nfs4_records::OP_GETFH);
+    let mut paths = Vec::with_capacity(if has_getfh { a.ops.len() } else { 0 });
     for (i, o) in a.ops.iter().enumerate() {
-        let before = cur.clone();
+        // The path before the principal operation (its file's, for most).
+        let before = if Some(i) == principal {
+            cur.clone()
+        } else {
+            None
+        };
         match &o.args {
             Nfs4OpArgs::PutFh { fh } => {
                 cur_fh = Some(fh);
@@ -98,7 +107,6 @@ pub fn call(tx: &mut Transaction, rc: &mut ReplyCtx, args: &[u8], names: &NameMa
                 _ => {}
             },
         }
-        has_getfh |= o.op == nastriage_proto::nfs4_records::OP_GETFH;
         if Some(i) == principal {
             if tx.file_handle.is_none() {
                 tx.file_handle = cur_fh.map(<[u8]>::to_vec);
@@ -145,10 +153,9 @@ pub fn call(tx: &mut Transaction, rc: &mut ReplyCtx, args: &[u8], names: &NameMa
             tx.slot = Some(*slot_id);
             tx.highest_slot = Some(*highest_slot_id);
         }
-        paths.push(cur.clone());
-    }
-    if !has_getfh {
-        paths.clear();
+        if has_getfh {
+            paths.push(cur.clone());
+        }
     }
     let cut = a.stopped.is_some_and(|s| s.error == ParseError::Incomplete);
     rc.want = Want::Compound {
@@ -194,15 +201,19 @@ pub fn reply(tx: &mut Transaction, rc: &ReplyCtx, res: &[u8], names: &mut NameMa
         } => {
             // The call was cut before all its operations: the reply names
             // them too (up to the first that failed).
-            let mut res_ops = r.opnums();
-            if let Some(op) = r.stopped.and_then(|s| s.op) {
-                res_ops.push(op);
-            }
-            if *cut && res_ops.len() > ops.len() && res_ops.starts_with(ops) {
-                tx.compound_ops = Some(names_joined(res_ops.iter().copied()));
-                (paths.as_slice(), set_principal(tx, &res_ops))
-            } else {
-                (paths.as_slice(), *principal)
+            let res_ops = cut.then(|| {
+                let mut res_ops = r.opnums();
+                if let Some(op) = r.stopped.and_then(|s| s.op) {
+                    res_ops.push(op);
+                }
+                res_ops
+            });
+            match res_ops {
+                Some(res_ops) if res_ops.len() > ops.len() && res_ops.starts_with(ops) => {
+                    tx.compound_ops = Some(names_joined(res_ops.iter().copied()));
+                    (paths.as_slice(), set_principal(tx, &res_ops))
+                }
+                _ => (paths.as_slice(), *principal),
             }
         }
         _ => (&[][..], None),
