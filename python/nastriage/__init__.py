@@ -11,16 +11,22 @@ loaded only when something needs them.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Callable, Union
 
+# `typing` is not imported at run time on the command's way to the engine (about 10 ms
+# of start-up that the engine would wait for): these names serve the type checker only,
+# which takes any `TYPE_CHECKING` as true.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, Callable, Union
+
     from nastriage._core import CaptureError as CaptureError
     from nastriage.capture import Capture
 
-__all__ = ["Capture", "CaptureError", "__version__", "open"]
+    #: What ``open`` accepts: one path, or several (merged in time order); ``"-"`` is
+    #: standard input.
+    PathArg = Union[str, "os.PathLike[str]"]
 
-#: What ``open`` accepts: one path, or several (merged in time order); ``"-"`` is standard input.
-PathArg = Union[str, "os.PathLike[str]"]
+__all__ = ["Capture", "CaptureError", "__version__", "open"]
 
 
 def _version() -> str:

@@ -9,14 +9,18 @@ without copying.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Callable, Union
 
+TYPE_CHECKING = False  # (see nastriage/cli.py: no `typing` at run time on the way in)
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator, Sequence
+    from typing import Any, Callable, Union
+
     import duckdb
     import pyarrow as pa
 
     from nastriage._core import Analysis, ArrowStream
+
+    PathArg = Union[str, "os.PathLike[str]"]
 
 __all__ = [
     "Capture",
@@ -28,8 +32,6 @@ __all__ = [
     "readable_table",
     "timestamps_ns",
 ]
-
-PathArg = Union[str, "os.PathLike[str]"]
 
 
 def _as_path_list(path_or_paths: PathArg | Sequence[PathArg]) -> list[str]:

@@ -13,8 +13,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
-from typing import Any, NoReturn
+
+# `typing` is not imported at run time on the command's way to the engine (about 10 ms
+# of start-up that the engine would wait for): these names serve the type checker only,
+# which takes any `TYPE_CHECKING` as true.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any, NoReturn
 
 __all__ = ["build_parser", "main"]
 

@@ -11,8 +11,11 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Iterator
-from typing import TextIO
+
+TYPE_CHECKING = False  # (see nastriage/cli.py: no `typing` at run time on the way in)
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import TextIO
 
 __all__ = ["json_output", "replaced_file", "text_output"]
 
