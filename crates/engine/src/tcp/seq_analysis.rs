@@ -32,11 +32,11 @@ fn lt(a: u32, b: u32) -> bool {
     (a.wrapping_sub(b) as i32) < 0
 }
 #[inline]
-fn gt(a: u32, b: u32) -> bool {
+pub(super) fn gt(a: u32, b: u32) -> bool {
     (a.wrapping_sub(b) as i32) > 0
 }
 #[inline]
-fn le(a: u32, b: u32) -> bool {
+pub(super) fn le(a: u32, b: u32) -> bool {
     (a.wrapping_sub(b) as i32) <= 0
 }
 

@@ -12,6 +12,8 @@
 
 use std::collections::VecDeque;
 
+use super::seq_analysis::{gt, le};
+
 /// An un-acknowledged segment: its frame and time (the RTO reference of a
 /// retransmission) and its sequence range (`nextseq` includes SYN/FIN).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,15 +22,6 @@ pub struct Segment {
     pub ts: i64,
     pub seq: u32,
     pub nextseq: u32,
-}
-
-#[inline]
-fn gt(a: u32, b: u32) -> bool {
-    (a.wrapping_sub(b) as i32) > 0
-}
-#[inline]
-fn le(a: u32, b: u32) -> bool {
-    (a.wrapping_sub(b) as i32) <= 0
 }
 
 /// What an ACK does to one segment (Wireshark's loop in
