@@ -151,10 +151,39 @@ fn fold(a: u64, b: u64) -> u64 {
 }
 
 #[inline]
-fn word(c: &[u8]) -> u64 {
-    let mut w = [0u8; 8];
-    w[..c.len()].copy_from_slice(c);
-    u64::from_le_bytes(w)
+fn u64_at(p: &[u8], i: usize) -> u64 {
+    u64::from_le_bytes([
+        p[i],
+        p[i + 1],
+        p[i + 2],
+        p[i + 3],
+        p[i + 4],
+        p[i + 5],
+        p[i + 6],
+        p[i + 7],
+    ])
+}
+
+#[inline]
+fn u32_at(p: &[u8], i: usize) -> u64 {
+    u64::from(u32::from_le_bytes([p[i], p[i + 1], p[i + 2], p[i + 3]]))
+}
+
+/// Up to 15 bytes as two words, every byte in one of them, with
+/// fixed-size loads only (overlapping ones, as wyhash reads its tail).
+#[inline]
+fn tail_words(r: &[u8]) -> (u64, u64) {
+    let n = r.len();
+    if n >= 8 {
+        (u64_at(r, 0), u64_at(r, n - 8))
+    } else if n >= 4 {
+        (u32_at(r, 0) << 32 | u32_at(r, n - 4), 0)
+    } else if n > 0 {
+        let b = |i: usize| u64::from(r[i]);
+        (b(0) << 16 | b(n / 2) << 8 | b(n - 1), 0)
+    } else {
+        (0, 0)
+    }
 }
 
 /// Each 16-byte chunk is folded on its own, salted by its place, and the
@@ -166,13 +195,13 @@ fn edge_hash(seed: u64, p: &[u8]) -> u64 {
     let mut salt = seed ^ K[1];
     let mut chunks = p.chunks_exact(16);
     for c in &mut chunks {
-        acc ^= fold(word(&c[..8]) ^ salt, word(&c[8..]) ^ K[3]);
+        acc ^= fold(u64_at(c, 0) ^ salt, u64_at(c, 8) ^ K[3]);
         salt = salt.wrapping_add(K[0]);
     }
     let r = chunks.remainder();
     if !r.is_empty() {
-        let (a, b) = r.split_at(r.len().min(8));
-        acc ^= fold(word(a) ^ salt ^ ((r.len() as u64) << 56), word(b) ^ K[2]);
+        let (a, b) = tail_words(r);
+        acc ^= fold(a ^ salt ^ ((r.len() as u64) << 56), b ^ K[2]);
     }
     acc
 }
