@@ -33,6 +33,7 @@ import json
 import os
 import subprocess
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -192,8 +193,21 @@ def test_reordering_is_not_loss_next_to_the_receiver(lab_dir: Path) -> None:
     row = connection(lab_dir, "reordering", "client")
     # The late segments fill their holes within about 1 ms of a 15 ms RTT and their IP
     # IDs are older than those of the segments that overtook them: late originals.
-    # (Wireshark flags a third of them out-of-order, the rest retransmissions.)
-    assert row["retrans_reordered_s2c"] >= 0.2 * emu["reordered"], row
+    # Wireshark flags most of them out-of-order and the others retransmissions (fast ones,
+    # after the receiver's duplicate ACKs). How many get which depends on how many segments
+    # overtook each late one, which varies with the host (a third to a half
+    # retransmissions in earlier runs, 19 of 116 in one on a slower host), so the test is
+    # that the reordering shows and that nastriage calls every one of those
+    # retransmissions a late original (or, for a copy the receiver already had, spurious).
+    flagged = Counter(
+        e["kind"]
+        for e in capture(lab_dir, "reordering", "client").table("tcp_events").to_pylist()
+        if e["stream"] == row["stream"] and e["direction"] == "s2c"
+    )
+    assert flagged["retransmission"] + flagged["out_of_order"] >= 0.5 * emu["reordered"], flagged
+    assert row["retrans_reordered_s2c"] >= 5, (row, flagged)
+    late = row["retrans_reordered_s2c"] + row["retrans_spurious_s2c"]
+    assert late >= flagged["retransmission"] - 2, (row, flagged)
     assert row["retrans_fast_s2c"] + row["retrans_timeout_s2c"] <= 2, row
     assert row["lost_before_capture"] <= 2, row
     assert row["limit_loss_recovery_s2c"] < 0.02, row
