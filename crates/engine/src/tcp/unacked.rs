@@ -40,7 +40,7 @@ fn apply(ack: u32, u: &mut Segment) -> bool {
 }
 
 /// The plain walk over every segment: the reference for the fast path.
-pub fn forget_acked_walk(list: &mut VecDeque<Segment>, ack: u32) {
+fn forget_acked_walk(list: &mut VecDeque<Segment>, ack: u32) {
     list.retain_mut(|u| apply(ack, u));
 }
 

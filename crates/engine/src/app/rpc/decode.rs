@@ -299,12 +299,16 @@ pub fn call_prefix_suffices(prog: u32, vers: u32, proc_: u32, args: &[u8]) -> bo
         (PROG_NFS, 4, 1) => {
             nastriage_proto::nfs4_records::parse_compound4_args(args).is_ok_and(|a| {
                 use nastriage_proto::nfs4_records::Nfs4OpArgs;
-                a.stopped.is_none()
-                    && a.ops.len() == a.num_ops as usize
-                    && matches!(
-                        a.ops.last(),
-                        Some(o) if matches!(o.args, Nfs4OpArgs::Write { data_complete: false, .. })
+                let whole = a.stopped.is_none();
+                ends_in(whole, &a.ops, a.num_ops, |o| {
+                    matches!(
+                        o.args,
+                        Nfs4OpArgs::Write {
+                            data_complete: false,
+                            ..
+                        }
                     )
+                })
             })
         }
         _ => false,
@@ -322,14 +326,24 @@ pub fn reply_prefix_suffices(rc: &ReplyCtx, res: &[u8]) -> bool {
         (PROG_NFS, 4, 1) => {
             nastriage_proto::nfs4_records::parse_compound4_res(res).is_ok_and(|r| {
                 use nastriage_proto::nfs4_records::Nfs4OpRes;
-                r.stopped.is_none()
-                    && r.ops.len() == r.num_ops as usize
-                    && matches!(
-                        r.ops.last(),
-                        Some(o) if matches!(o.res, Nfs4OpRes::Read { data_complete: false, .. })
+                let whole = r.stopped.is_none();
+                ends_in(whole, &r.ops, r.num_ops, |o| {
+                    matches!(
+                        o.res,
+                        Nfs4OpRes::Read {
+                            data_complete: false,
+                            ..
+                        }
                     )
+                })
             })
         }
         _ => false,
     }
+}
+
+/// A COMPOUND (arguments or results) parsed to its end, every one of its
+/// `num_ops` operations there, whose last operation is `bulk`.
+fn ends_in<T>(whole: bool, ops: &[T], num_ops: u32, bulk: impl Fn(&T) -> bool) -> bool {
+    whole && ops.len() == num_ops as usize && ops.last().is_some_and(bulk)
 }
