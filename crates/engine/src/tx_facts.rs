@@ -1,10 +1,10 @@
 //! What the derived tables (concurrency, time profile, unanswered requests)
 //! read of each transaction, in about a hundred bytes (names are numbered,
 //! options are flag bits) rather than as full [`Transaction`]s, kept by
-//! connection and mostly compressed in a spill (see [`Facts`]).
+//! connection and mostly set aside in a spill (see [`Facts`]).
 
 use crate::interner::{FileNames, Interner};
-use crate::spill::{Packed, Spill};
+use crate::spill::{Codec, Packed, Spill};
 use crate::transactions::Transaction;
 
 /// First and last byte times of a request or reply.
@@ -107,7 +107,7 @@ const BLOCK: usize = 128;
 type Order = (u64, u64, u64);
 
 /// One connection's facts (or a UDP endpoint pair's, under stream 0): the
-/// newest in memory, older ones in compressed blocks in the spill, each
+/// newest in memory, older ones in serialised blocks in the spill, each
 /// block sorted in request order and listed with its first (smallest) key.
 #[derive(Debug, Default)]
 struct StreamFacts {
@@ -151,7 +151,7 @@ impl Facts {
             // blocks (see `FactsIter`); facts are added about in request
             // order (as replies come), so the blocks barely overlap.
             s.tail.sort_unstable_by_key(TxFacts::order);
-            if let Some(block) = self.spill.put_packed(&s.tail) {
+            if let Some(block) = self.spill.put_packed(&s.tail, Codec::Plain) {
                 s.blocks.push((s.tail[0].order(), block));
                 s.tail.clear();
             }

@@ -21,7 +21,7 @@
 use std::collections::HashSet;
 use std::sync::{Mutex, OnceLock};
 
-use crate::spill::{Packed, Spill};
+use crate::spill::{Codec, Packed, Spill};
 use crate::transactions::Transaction;
 
 /// Transactions per compressed run. The reorder window is most of the
@@ -68,7 +68,7 @@ fn pack(items: &[(u64, Transaction)], spill: &mut Spill) -> Option<Packed> {
         .iter()
         .map(|(s, t)| (*s, t.protocol, t.transport, t.auth, t))
         .collect();
-    spill.put_packed(&written)
+    spill.put_packed(&written, Codec::Zstd)
 }
 
 fn unpack(p: Packed, spill: &Spill) -> Option<Vec<(u64, Transaction)>> {

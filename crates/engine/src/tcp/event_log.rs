@@ -1,5 +1,5 @@
 //! Every flagged segment's events ([`TcpEvent`]), kept as the spill keeps
-//! requests' records: the newest in memory, the rest in compressed blocks in
+//! requests' records: the newest in memory, the rest in serialised blocks in
 //! a temporary file (`crate::spill`). A lossy copy flags hundreds of
 //! thousands of segments (most of them duplicate ACKs), all on one
 //! connection; at 48 bytes each in memory they were the largest thing a
@@ -8,7 +8,7 @@
 //! `tcp_events` table read a piece at a time).
 
 use super::TcpEvent;
-use crate::spill::{Packed, Spill};
+use crate::spill::{Codec, Packed, Spill};
 
 /// Events per block (about 200 KB before compression).
 const BLOCK: usize = 4096;
@@ -25,7 +25,7 @@ impl EventLog {
     pub(crate) fn push(&mut self, e: TcpEvent) {
         self.tail.push(e);
         if self.tail.len() >= BLOCK {
-            if let Some(block) = self.spill.put_packed(&self.tail) {
+            if let Some(block) = self.spill.put_packed(&self.tail, Codec::Plain) {
                 self.blocks.push(block);
                 self.tail.clear();
             }
