@@ -32,6 +32,7 @@ struct Columns {
     times: Vec<u8>,
     codes: Vec<u8>,
     details: Vec<Option<Py<PyString>>>,
+    rto: Vec<u8>,
     acked: Vec<u8>,
     dup_numbers: Vec<u8>,
     last: Option<(i64, u64)>,
@@ -48,6 +49,7 @@ impl Columns {
         detail: Option<Py<PyString>>,
         dup: Option<(i64, i64)>,
     ) {
+        self.rto.extend_from_slice(&rto_seconds(e).to_ne_bytes());
         // Table order is (time, frame) order unless some event goes back.
         let key = (e.ts, e.frame);
         self.in_order = match self.last {
@@ -65,6 +67,46 @@ impl Columns {
             self.dup_numbers.extend_from_slice(&num.to_ne_bytes());
             self.acked.extend_from_slice(&acked.to_ne_bytes());
         }
+    }
+}
+
+/// An event's detail text: short ones (flag names, byte counts) repeat and
+/// are made once; long ones rarely do.
+fn text_of(
+    py: Python<'_>,
+    e: &TcpEvent,
+    shared: &mut HashMap<String, Py<PyString>>,
+) -> Py<PyString> {
+    let text = e.detail_text();
+    if text.len() >= SHARED_TEXT {
+        return PyString::new(py, &text).unbind();
+    }
+    match shared.get(&text) {
+        Some(s) => s.clone_ref(py),
+        None => {
+            let s = PyString::new(py, &text).unbind();
+            shared.insert(text, s.clone_ref(py));
+            s
+        }
+    }
+}
+
+/// The seconds a retransmission's text gives after `rto=` (the time since
+/// the oldest un-acknowledged segment, to the microsecond), as the loss
+/// analysis would read them from the text (`diagnosis.events`: the digits
+/// after `rto=`); NaN for an event without them (a negative time, after a
+/// clock step, shows a sign there, not digits).
+fn rto_seconds(e: &TcpEvent) -> f64 {
+    match e.detail {
+        Detail::Rto { ns, .. } => {
+            let text = format!("{:.6}", ns as f64 / 1e9);
+            if text.starts_with('-') {
+                f64::NAN
+            } else {
+                text.parse().unwrap_or(f64::NAN)
+            }
+        }
+        _ => f64::NAN,
     }
 }
 
@@ -151,13 +193,15 @@ impl Runs {
 /// in the table: the caller's `known` ones (from earlier rows) and those
 /// these rows add. `streams` maps each connection, in order of its first
 /// event here, to `(frames, times, codes, details, acked, dup_numbers,
-/// in_order)` — native-endian i64 / i64 / u16 / i64 / i64 bytes and a list
-/// of detail texts (None for a duplicate ACK, whose numbers are in
-/// `dup_numbers` and `acked`; elsewhere those hold 0 and -1; both are
-/// empty unless `part` is [`Part::All`]), whether these rows of the
-/// connection are in (time, frame) order, then its duplicate ACKs as runs
-/// for [`Part::DupRuns`] (see [`Runs::into_py`]; the columns are then
-/// empty), else None. Read a range at a time, the bytes of a lossy copy's
+/// in_order, runs, rto)` — native-endian i64 / i64 / u16 / i64 / i64 bytes
+/// and a list of detail texts (None for a duplicate ACK, whose numbers are
+/// in `dup_numbers` and `acked`; elsewhere those hold 0 and -1; both are
+/// empty unless `part` is [`Part::All`]. But for [`Part::All`], None too
+/// for a retransmission's "rto=… since frame …": a string per event, it
+/// was most of what the diagnosis kept of a lossy copy), whether these rows of the connection
+/// are in (time, frame) order, then its duplicate ACKs as runs for
+/// [`Part::DupRuns`] (see [`Runs::into_py`]; the columns are then empty),
+/// else None, and each event's [`rto_seconds`] as native-endian f64 bytes. Read a range at a time, the bytes of a lossy copy's
 /// hundreds of thousands of events are never all held twice.
 pub(crate) fn by_stream<'py>(
     py: Python<'py>,
@@ -210,25 +254,13 @@ pub(crate) fn by_stream<'py>(
             }
             _ => {}
         }
-        let text = e.detail_text();
-        let detail = if text.len() < SHARED_TEXT {
-            match shared.get(&text) {
-                Some(s) => s.clone_ref(py),
-                None => {
-                    let s = PyString::new(py, &text).unbind();
-                    shared.insert(text, s.clone_ref(py));
-                    s
-                }
-            }
+        let detail = if part != Part::All && matches!(e.detail, Detail::Rto { .. }) {
+            // (Its number is in `rto`; a full list reads the text again.)
+            None
         } else {
-            PyString::new(py, &text).unbind()
+            Some(text_of(py, &e, &mut shared))
         };
-        cols.push(
-            &e,
-            code,
-            Some(detail),
-            (part == Part::All).then_some((0, -1)),
-        );
+        cols.push(&e, code, detail, (part == Part::All).then_some((0, -1)));
     }
     let out = PyDict::new(py);
     for stream in order {
@@ -251,6 +283,7 @@ pub(crate) fn by_stream<'py>(
             // (A connection with no events in the columns here: in order.)
             c.in_order || c.last.is_none(),
             runs,
+            PyBytes::new(py, &c.rto),
         );
         out.set_item(stream, item)?;
     }

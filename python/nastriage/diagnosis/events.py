@@ -10,6 +10,12 @@ table a few thousand rows at a time; :meth:`EventsByStream.ordered` walks them w
 making an object per event, and :class:`Event` tuples are made only for the events a rule
 keeps (or when a connection's list is asked for).
 
+A retransmission's detail text ("rto=… since frame …", unique to each) is not kept
+either, only the number the loss analysis reads of it (:attr:`_Stream.rto`): a string
+per retransmission was most of what was held of a lossy copy. Such texts are None in
+:meth:`EventsByStream.ordered`; :meth:`EventsByStream.without_dup_acks` and a
+connection's full list read them again.
+
 Duplicate ACKs are not kept one by one: the loss analysis reads only their runs (per
 label and acknowledged frame: first and last time, first frame, how many), which
 :meth:`EventsByStream.dup_runs` gives. They are two thirds of a lossy copy's flags, and
@@ -19,6 +25,7 @@ A connection's full list (``events[stream]``) reads them again from where they c
 
 from __future__ import annotations
 
+import math
 import operator
 import re
 from array import array
@@ -51,9 +58,24 @@ _COLUMNS = ("frame", "time", "stream", "direction", "kind", "detail")
 #: duplicate ACK in a run of its own frame.
 _DUP_ACK = re.compile(r"dup_ack=(\d+) of frame (\d+)")
 
+#: A retransmission's time since the oldest unacknowledged segment, in its detail text.
+_RTO = re.compile(r"rto=([0-9.]+)s")
+
+#: Shorter detail texts (flag names, byte counts) repeat, and are shared.
+SHARED_TEXT = 24
+
 #: One event other than a duplicate ACK as :meth:`EventsByStream.ordered` gives it:
-#: frame, time, label code, detail.
-Row = tuple[int, int, int, str]
+#: frame, time, label code, detail (None for a retransmission's "rto=…", not kept), and
+#: the seconds after ``rto=`` in the detail (NaN when there are none).
+Row = tuple[int, int, int, "str | None", float]
+
+
+def rto_seconds(detail: str) -> float:
+    """The seconds after ``rto=`` in a detail text (a retransmission's time since the
+    oldest unacknowledged segment), or NaN."""
+    m = _RTO.search(detail)
+    return float(m.group(1)) if m else math.nan
+
 
 #: One duplicate-ACK run as :meth:`EventsByStream.dup_runs` gives it: label code,
 #: acknowledged frame, time and frame of the first duplicate ACK, time of the last, count.
@@ -86,6 +108,7 @@ class _Stream:
         "details",
         "frames",
         "in_order",
+        "rto",
         "run_codes",
         "run_count",
         "run_first",
@@ -101,7 +124,9 @@ class _Stream:
         self.frames = array("q")
         self.times = array("q")
         self.codes = array("H")  # index into EventsByStream.labels
-        self.details: list[str] = []
+        self.details: list[str | None] = []
+        #: The seconds after ``rto=`` in each detail (see :func:`rto_seconds`).
+        self.rto = array("d")
         #: The table's order is already (time, frame) order.
         self.in_order = True
         # The runs, by label code and acknowledged frame (as one number: a tuple per
@@ -177,8 +202,13 @@ class _Stream:
         self.run_index = None
 
     def state(self) -> tuple[Any, ...]:
-        """Everything held (for comparing two readers)."""
-        return tuple(getattr(self, n) for n in self.__slots__ if n not in _INTERNAL)
+        """Everything held (for comparing two readers; NaN as None, as NaN equals
+        nothing)."""
+        return tuple(
+            [None if math.isnan(v) else v for v in self.rto] if n == "rto" else getattr(self, n)
+            for n in self.__slots__
+            if n not in _INTERNAL
+        )
 
 
 class EventsByStream(Mapping[int, list[Event]]):
@@ -217,9 +247,14 @@ class EventsByStream(Mapping[int, list[Event]]):
                 s.frames.append(frame)
                 s.times.append(time)
                 s.codes.append(code)
-                # Short texts repeat (flag names); long ones (a retransmission's frame
-                # and time since it was first sent) rarely do, and are kept as they come.
-                s.details.append(details.setdefault(text, text) if len(text) < 24 else text)
+                s.rto.append(rto_seconds(text))
+                s.details.append(
+                    None
+                    if text.startswith("rto=")
+                    else details.setdefault(text, text)
+                    if len(text) < SHARED_TEXT
+                    else text
+                )
         for s in self._streams.values():
             s.seal()
 
@@ -240,7 +275,7 @@ class EventsByStream(Mapping[int, list[Event]]):
         for labels, chunk in chunks:
             out.labels = [(str(d), str(k)) for d, k in labels]
             for stream, item in chunk.items():
-                frames, times, codes, details, _acked, _dups, in_order, runs = item
+                frames, times, codes, details, _acked, _dups, in_order, runs, rto = item
                 s = streams.get(stream)
                 if s is None:
                     s = streams[stream] = _Stream()
@@ -248,6 +283,7 @@ class EventsByStream(Mapping[int, list[Event]]):
                 s.frames.frombytes(frames)
                 s.times.frombytes(times)
                 s.codes.frombytes(codes)
+                s.rto.frombytes(rto)
                 s.details.extend(details)
                 if s.in_order:
                     # In order within these rows, and from the rows before to them.
@@ -269,7 +305,7 @@ class EventsByStream(Mapping[int, list[Event]]):
         s = self._streams.get(stream)
         if s is None:
             return iter(())
-        rows = zip(s.frames, s.times, s.codes, s.details)
+        rows = zip(s.frames, s.times, s.codes, s.details, s.rto)
         return rows if s.in_order else iter(sorted(rows, key=BY_TIME))
 
     def dup_runs(self, stream: int) -> Iterator[DupRunRow]:
@@ -290,12 +326,42 @@ class EventsByStream(Mapping[int, list[Event]]):
         return {self.labels[c] for c in {*s.codes, *s.run_codes}}
 
     def without_dup_acks(self, stream: int) -> list[Event]:
-        """The connection's events other than duplicate ACKs, in time order."""
+        """The connection's events other than duplicate ACKs, in time order (the texts
+        not kept read again from where they came from)."""
         labels = self.labels
+        s = self._streams.get(stream)
+        if s is None:
+            return []
+        details: Iterable[str | None] = s.details
+        if None in s.details:
+            details = self._texts(stream)
+        rows = zip(s.frames, s.times, s.codes, details)
         return [
-            Event(frame, time, *labels[code], detail)
-            for frame, time, code, detail in self.ordered(stream)
+            Event(frame, time, *labels[code], detail or "")
+            for frame, time, code, detail in (rows if s.in_order else sorted(rows, key=BY_TIME))
         ]
+
+    def _texts(self, stream: int) -> list[str]:
+        """The detail texts of the connection's events other than duplicate ACKs, in
+        table order, read again from their source."""
+        out: list[str] = []
+        if self._table is not None:
+            for c in column_chunks(self._table, _COLUMNS):
+                for s, kind, detail in zip(c["stream"], c["kind"], c["detail"]):
+                    if s == stream and kind != "duplicate_ack":
+                        out.append(detail or "")
+            return out
+        chunks = self._reread() if self._reread is not None else None
+        if chunks is None:
+            raise LookupError("the events of this connection cannot be read again")
+        for labels, chunk in chunks:
+            item = chunk.get(stream)
+            if item is None:
+                continue
+            codes = array("H")
+            codes.frombytes(item[2])
+            out.extend(d or "" for c, d in zip(codes, item[3]) if labels[c][1] != "duplicate_ack")
+        return out
 
     def __getitem__(self, stream: int) -> list[Event]:
         if stream not in self._streams:

@@ -29,7 +29,6 @@ from __future__ import annotations
 import bisect
 import heapq
 import itertools
-import math
 import re
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
@@ -41,7 +40,6 @@ from nastriage.diagnosis.timeline import union_sorted_ns
 
 __all__ = ["KEEP", "DupRun", "LossAnalysis", "Spans", "analyse", "analyse_stream"]
 
-_RTO = re.compile(r"rto=([0-9.]+)s")
 _BYTES = re.compile(r"=(\d+) bytes")
 
 #: Flags of data segments that do not advance the sequence (sent again, or late).
@@ -226,7 +224,7 @@ def analyse_stream(ctx: Context, stream: int, d: str) -> LossAnalysis:
     # once per event (a lossy copy walks a hundred thousand events per direction).
     actions = [_action(label, d, rd) for label in ctx.events.labels]
     # (Duplicate ACKs come as runs, not one by one: see dup_runs below.)
-    for frame, time, code, detail in ctx.events.ordered(stream):
+    for frame, time, code, detail, rto in ctx.events.ordered(stream):
         action = actions[code]
         if action == _SKIP:
             continue
@@ -235,8 +233,7 @@ def analyse_stream(ctx: Context, stream: int, d: str) -> LossAnalysis:
                 last_resent = frame
                 resent_frames.append(frame)
                 resent_times.append(time)
-                m = _RTO.search(detail)
-                resent_rto.append(float(m.group(1)) if m else math.nan)
+                resent_rto.append(rto)
             if action == _SPURIOUS:
                 spurious += 1
         elif action == _HOLE:
@@ -245,9 +242,9 @@ def analyse_stream(ctx: Context, stream: int, d: str) -> LossAnalysis:
             ack_unseen_count += 1
             if len(ack_unseen) < KEEP:
                 direction, kind = ctx.events.labels[code]
-                ack_unseen.append(Event(frame, time, direction, kind, detail))
+                ack_unseen.append(Event(frame, time, direction, kind, detail or ""))
             unseen_times.append(time)
-            m = _BYTES.search(detail)
+            m = _BYTES.search(detail or "")
             if m:
                 unseen_bytes += int(m.group(1))
 
