@@ -138,10 +138,11 @@ pub(crate) struct Packed {
 /// How a packed value is stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Codec {
-    /// As serialised. For blocks of numbers (request facts, TCP events):
-    /// their varints leave zstd little to find (a 1 GiB lossy copy's 16.8 MB
-    /// of them compressed to 15.3 MB), and compressing and decompressing
-    /// them was a tenth of the pass' instructions.
+    /// As serialised. For blocks of numbers (TCP events; the request facts,
+    /// which have a codec of their own, were too): their varints leave zstd
+    /// little to find (a 1 GiB lossy copy's 16.8 MB of them compressed to
+    /// 15.3 MB), and compressing and decompressing them was a tenth of the
+    /// pass' instructions.
     Plain,
     /// Compressed with zstd. For whole transactions, whose names and
     /// handles repeat (about 7x smaller).

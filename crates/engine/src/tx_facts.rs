@@ -4,8 +4,10 @@
 //! connection and mostly set aside in a spill (see [`Facts`]).
 
 use crate::interner::{FileNames, Interner};
-use crate::spill::{Codec, Packed, Spill};
+use crate::spill::{Span, Spill};
 use crate::transactions::Transaction;
+
+mod codec;
 
 /// First and last byte times of a request or reply.
 #[derive(Debug, Clone, Copy)]
@@ -27,7 +29,7 @@ const HAS_GRANT: u16 = 1 << 9;
 const HAS_FILE: u16 = 1 << 10;
 
 /// One transaction's facts.
-#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct TxFacts {
     /// Emission number in the log (request order ties).
     seq: u64,
@@ -99,8 +101,8 @@ impl Names {
     }
 }
 
-/// Facts per spilled block (about 16 KB before compression): small, as
-/// every connection keeps one partly filled in memory.
+/// Facts per spilled block (about 16 KB in memory, a few KB encoded):
+/// small, as every connection keeps one partly filled in memory.
 const BLOCK: usize = 128;
 
 /// Request order of a fact ([`TxFacts::order`]).
@@ -112,7 +114,7 @@ type Order = (u64, u64, u64);
 #[derive(Debug, Default)]
 struct StreamFacts {
     tail: Vec<TxFacts>,
-    blocks: Vec<(Order, Packed)>,
+    blocks: Vec<(Order, Span)>,
     /// Most any fact's times lie before its own start ([`TxFacts::earliest`]).
     late: i64,
 }
@@ -151,11 +153,9 @@ impl Facts {
             // blocks (see `FactsIter`); facts are added about in request
             // order (as replies come), so the blocks barely overlap.
             s.tail.sort_unstable_by_key(TxFacts::order);
-            if let Some(block) = self.spill.put_packed(&s.tail, Codec::Plain) {
-                s.blocks.push((s.tail[0].order(), block));
-                s.tail.clear();
-            }
-            // (Not encodable: never in practice; the tail keeps them.)
+            let block = self.spill.put(codec::encode(&s.tail));
+            s.blocks.push((s.tail[0].order(), block));
+            s.tail.clear();
         }
     }
 
@@ -250,7 +250,7 @@ impl Facts {
         let mut runs = Vec::new();
         if let Some(s) = self.streams.get(&key) {
             runs.reserve(s.blocks.len() + 1);
-            runs.extend(s.blocks.iter().map(|&(first, b)| (first, Run::Packed(b))));
+            runs.extend(s.blocks.iter().map(|&(first, b)| (first, Run::Spilled(b))));
             let mut tail = s.tail.clone();
             tail.sort_unstable_by_key(TxFacts::order);
             if let Some(first) = tail.first() {
@@ -274,7 +274,7 @@ impl Facts {
 /// one being read.
 #[derive(Debug)]
 enum Run {
-    Packed(Packed),
+    Spilled(Span),
     Open(std::vec::IntoIter<TxFacts>),
 }
 
@@ -306,10 +306,7 @@ impl FactsIter<'_> {
         let mut facts = match run {
             // The facts wrote these bytes themselves: a block that does not
             // read back is a bug, which must not drop requests.
-            Run::Packed(p) => self
-                .facts
-                .spill
-                .get_packed::<Vec<TxFacts>>(p)
+            Run::Spilled(span) => codec::decode(&self.facts.spill.get(span))
                 .unwrap_or_else(|| panic!("a block of request facts does not read back (a bug)"))
                 .into_iter(),
             Run::Open(it) => it,
