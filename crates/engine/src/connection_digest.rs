@@ -55,12 +55,18 @@ pub(crate) struct Inputs<'a> {
 
 /// The digest of connection `key` (see [`Facts::stream_keys`]).
 pub(crate) fn digest(key: (bool, u32), inputs: &Inputs<'_>) -> StreamDigest {
-    digest_with(key, inputs, true)
+    digest_with(key, inputs, true, None)
 }
 
 /// [`digest`]; without `release`, every sweep keeps its points to the end
-/// and sorts them all then (tests: the reference the releases must match).
-fn digest_with(key: (bool, u32), inputs: &Inputs<'_>, release: bool) -> StreamDigest {
+/// and sorts them all then (tests: the reference the releases must match);
+/// `split` overrides [`SPLIT_SWEEPS`] (tests: both ways give one digest).
+fn digest_with(
+    key: (bool, u32),
+    inputs: &Inputs<'_>,
+    release: bool,
+    split: Option<bool>,
+) -> StreamDigest {
     let (udp, stream) = key;
     let facts = inputs.facts;
     if udp {
@@ -78,10 +84,19 @@ fn digest_with(key: (bool, u32), inputs: &Inputs<'_>, release: bool) -> StreamDi
     if order.is_some_and(|o| scan.back > o.back) {
         // (Never, as starts are frames' times: a bug, and not a reason to
         // give wrong tables.)
-        return digest_with(key, inputs, false);
+        return digest_with(key, inputs, false, split);
     }
-    sweep(stream, scan, inputs, || facts.iter(key), order)
+    let split = split.unwrap_or(facts.count(key) >= SPLIT_SWEEPS);
+    sweep(stream, scan, inputs, || facts.iter(key), order, split)
 }
+
+/// From this many requests a connection's second reading is done twice, at
+/// once on two threads: its concurrency sweeps on one, its time profile on
+/// the other. Below it, one reading feeds both (a thread and a reading cost
+/// more than they save on a small connection). A capture of one long copy
+/// is one connection, and its digest, after the pass, would otherwise keep
+/// one core busy and leave the other idle.
+const SPLIT_SWEEPS: usize = 16_384;
 
 /// How far a connection's times stray from request order (ns).
 #[derive(Debug, Clone, Copy, Default)]
@@ -194,14 +209,16 @@ impl Scan {
     }
 }
 
-/// The second reading: concurrency and time profile. `read` gives the facts
-/// in request order.
+/// The second reading: concurrency and time profile (`split`: each from a
+/// reading of its own, on two threads). `read` gives the facts in request
+/// order.
 fn sweep<I: Iterator<Item = TxFacts>>(
     stream: u32,
     scan: Scan,
     inputs: &Inputs<'_>,
-    read: impl Fn() -> I,
+    read: impl Fn() -> I + Sync,
     order: Option<Disorder>,
+    split: bool,
 ) -> StreamDigest {
     let names = &inputs.facts.names;
     let mut sweeps: BTreeMap<&'static str, ProtocolSweep> = scan
@@ -219,14 +236,48 @@ fn sweep<I: Iterator<Item = TxFacts>>(
         order.map(|d| d.late),
     );
     let storage = |t: &TxFacts| is_storage(names.protocol(t));
-    let mut at = Bounds::new(order);
-    for (i, t) in read().enumerate() {
-        at.next(&t);
-        if let Some(sw) = sweeps.get_mut(names.protocol(&t)) {
-            sw.add(i as u64, &t, at.points());
+    let concurrency = |sweeps: &mut BTreeMap<&'static str, ProtocolSweep>| {
+        let mut at = Bounds::new(order);
+        for (i, t) in read().enumerate() {
+            at.next(&t);
+            if let Some(sw) = sweeps.get_mut(names.protocol(&t)) {
+                sw.add(i as u64, &t, at.points());
+            }
         }
-        if storage(&t) {
-            profile.add(i as u64, &t, at.starts());
+    };
+    if split {
+        // (Behind a lock only so that this thread can do it when no thread
+        // can be had; the helper holds it throughout.)
+        let shared = std::sync::Mutex::new(std::mem::take(&mut sweeps));
+        let run = || concurrency(&mut shared.lock().unwrap_or_else(|e| e.into_inner()));
+        std::thread::scope(|scope| {
+            let helper = std::thread::Builder::new()
+                .name("nastriage-digest".into())
+                .spawn_scoped(scope, run);
+            let mut at = Bounds::new(order);
+            for (i, t) in read().enumerate() {
+                at.next(&t);
+                if storage(&t) {
+                    profile.add(i as u64, &t, at.starts());
+                }
+            }
+            match helper {
+                Ok(h) => crate::driver::joined(h.join()),
+                // (No thread to be had: this one does it.)
+                Err(_) => run(),
+            }
+        });
+        sweeps = shared.into_inner().unwrap_or_else(|e| e.into_inner());
+    } else {
+        let mut at = Bounds::new(order);
+        for (i, t) in read().enumerate() {
+            at.next(&t);
+            if let Some(sw) = sweeps.get_mut(names.protocol(&t)) {
+                sw.add(i as u64, &t, at.points());
+            }
+            if storage(&t) {
+                profile.add(i as u64, &t, at.starts());
+            }
         }
     }
     let mut d = StreamDigest {
@@ -320,7 +371,8 @@ mod tests {
 
     /// The digest of connection 5, swept as it comes (told that frame
     /// times fall back by `time_back`, or by as much as its starts do) and
-    /// sorted at the end; and how far its times stray.
+    /// sorted at the end, each the same with its sweeps on one thread or
+    /// two; and how far its times stray.
     fn both_ways(f: &Facts, time_back: Option<i64>) -> (String, String, Disorder) {
         let key = (false, 5);
         let mut lag = StartLag::default();
@@ -344,11 +396,13 @@ mod tests {
             late: f.lateness(key),
             back: lag.most,
         };
-        (
-            show(digest_with(key, &inputs, true)),
-            show(digest_with(key, &inputs, false)),
-            order,
-        )
+        // One reading for both sweeps, or one each on two threads: one
+        // digest.
+        let streamed = show(digest_with(key, &inputs, true, Some(false)));
+        assert_eq!(show(digest_with(key, &inputs, true, Some(true))), streamed);
+        let sorted = show(digest_with(key, &inputs, false, Some(true)));
+        assert_eq!(show(digest_with(key, &inputs, false, Some(false))), sorted);
+        (streamed, sorted, order)
     }
 
     /// Thousands of requests (many releases of every sweep), some whose

@@ -230,6 +230,13 @@ impl Facts {
         keys
     }
 
+    /// A connection's number of requests (0 for an unknown key).
+    pub fn count(&self, key: (bool, u32)) -> usize {
+        self.streams
+            .get(&key)
+            .map_or(0, |s| s.blocks.len() * BLOCK + s.tail.len())
+    }
+
     /// How far before its own start any of a connection's facts has a time
     /// (a request whose first segment was retransmitted saw its last byte
     /// first): 0 for an unknown key.
