@@ -328,62 +328,53 @@ class EventsByStream(Mapping[int, list[Event]]):
     def without_dup_acks(self, stream: int) -> list[Event]:
         """The connection's events other than duplicate ACKs, in time order (the texts
         not kept read again from where they came from)."""
+        return self._events(stream, with_dup_acks=False)
+
+    def __getitem__(self, stream: int) -> list[Event]:
+        if stream not in self._streams:
+            raise KeyError(stream)
+        return self._events(stream, with_dup_acks=True)
+
+    def _events(self, stream: int, with_dup_acks: bool) -> list[Event]:
         labels = self.labels
         s = self._streams.get(stream)
         if s is None:
             return []
         details: Iterable[str | None] = s.details
-        if None in s.details:
-            details = self._texts(stream)
+        dup_acks: list[Event] = []
+        if None in s.details or (with_dup_acks and s.run_codes):
+            texts, dup_acks = self._read_again(stream)
+            if None in s.details:
+                details = texts
         rows = zip(s.frames, s.times, s.codes, details)
-        return [
+        out = [
             Event(frame, time, *labels[code], detail or "")
             for frame, time, code, detail in (rows if s.in_order else sorted(rows, key=BY_TIME))
         ]
-
-    def _texts(self, stream: int) -> list[str]:
-        """The detail texts of the connection's events other than duplicate ACKs, in
-        table order, read again from their source."""
-        out: list[str] = []
-        if self._table is not None:
-            for c in column_chunks(self._table, _COLUMNS):
-                for s, kind, detail in zip(c["stream"], c["kind"], c["detail"]):
-                    if s == stream and kind != "duplicate_ack":
-                        out.append(detail or "")
-            return out
-        chunks = self._reread() if self._reread is not None else None
-        if chunks is None:
-            raise LookupError("the events of this connection cannot be read again")
-        for labels, chunk in chunks:
-            item = chunk.get(stream)
-            if item is None:
-                continue
-            codes = array("H")
-            codes.frombytes(item[2])
-            out.extend(d or "" for c, d in zip(codes, item[3]) if labels[c][1] != "duplicate_ack")
-        return out
-
-    def __getitem__(self, stream: int) -> list[Event]:
-        if stream not in self._streams:
-            raise KeyError(stream)
-        out = self.without_dup_acks(stream)
-        if self._streams[stream].run_codes:
-            out.extend(self._dup_acks(stream))
+        if with_dup_acks and dup_acks:
+            out.extend(dup_acks)
             out.sort(key=BY_TIME)
         return out
 
-    def _dup_acks(self, stream: int) -> list[Event]:
-        """The connection's duplicate ACKs one by one, read again from their source."""
-        out: list[Event] = []
+    def _read_again(self, stream: int) -> tuple[list[str], list[Event]]:
+        """The connection's events read again from their source: the detail texts of
+        those other than duplicate ACKs, in table order, and the duplicate ACKs one by
+        one."""
+        texts: list[str] = []
+        dup_acks: list[Event] = []
         if self._table is not None:
             for c in column_chunks(self._table, _COLUMNS):
                 for frame, time, s, direction, kind, detail in zip(*(c[n] for n in _COLUMNS)):
-                    if s == stream and kind == "duplicate_ack":
-                        out.append(Event(frame, time or 0, direction, kind, detail or ""))
-            return out
+                    if s != stream:
+                        continue
+                    if kind == "duplicate_ack":
+                        dup_acks.append(Event(frame, time or 0, direction, kind, detail or ""))
+                    else:
+                        texts.append(detail or "")
+            return texts, dup_acks
         chunks = self._reread() if self._reread is not None else None
         if chunks is None:
-            raise LookupError("the duplicate ACKs of this connection cannot be read again")
+            raise LookupError("the events of this connection cannot be read again")
         for labels, chunk in chunks:
             item = chunk.get(stream)
             if item is None:
@@ -394,10 +385,17 @@ class EventsByStream(Mapping[int, list[Event]]):
             for frame, time, code, detail, ack, num in zip(
                 frames, times, codes, item[3], acked, dups
             ):
-                if detail is None:
-                    direction, kind = labels[code]
-                    out.append(Event(frame, time, direction, kind, f"dup_ack={num} of frame {ack}"))
-        return out
+                direction, kind = labels[code]
+                if kind != "duplicate_ack":
+                    texts.append(detail or "")
+                elif detail is None:
+                    # (Its text's numbers are in columns.)
+                    dup_acks.append(
+                        Event(frame, time, direction, kind, f"dup_ack={num} of frame {ack}")
+                    )
+                else:
+                    dup_acks.append(Event(frame, time, direction, kind, detail))
+        return texts, dup_acks
 
     def __iter__(self) -> Iterator[int]:
         return iter(self._streams)
