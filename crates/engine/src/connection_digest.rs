@@ -209,6 +209,20 @@ impl Scan {
     }
 }
 
+/// One reading of a connection's facts (in request order): each request
+/// with its number and where it stands ([`Bounds`]).
+fn each_request(
+    facts: impl Iterator<Item = TxFacts>,
+    order: Option<Disorder>,
+    visit: &mut dyn FnMut(u64, &TxFacts, &Bounds),
+) {
+    let mut at = Bounds::new(order);
+    for (i, t) in facts.enumerate() {
+        at.next(&t);
+        visit(i as u64, &t, &at);
+    }
+}
+
 /// The second reading: concurrency and time profile (`split`: each from a
 /// reading of its own, on two threads). `read` gives the facts in request
 /// order.
@@ -236,49 +250,43 @@ fn sweep<I: Iterator<Item = TxFacts>>(
         order.map(|d| d.late),
     );
     let storage = |t: &TxFacts| is_storage(names.protocol(t));
-    let concurrency = |sweeps: &mut BTreeMap<&'static str, ProtocolSweep>| {
-        let mut at = Bounds::new(order);
-        for (i, t) in read().enumerate() {
-            at.next(&t);
-            if let Some(sw) = sweeps.get_mut(names.protocol(&t)) {
-                sw.add(i as u64, &t, at.points());
+    let each = |visit: &mut dyn FnMut(u64, &TxFacts, &Bounds)| each_request(read(), order, visit);
+    let add_concurrency =
+        |sweeps: &mut BTreeMap<&'static str, ProtocolSweep>, i: u64, t: &TxFacts, at: &Bounds| {
+            if let Some(sw) = sweeps.get_mut(names.protocol(t)) {
+                sw.add(i, t, at.points());
             }
+        };
+    let add_profile = |profile: &mut ProfileSweep, i: u64, t: &TxFacts, at: &Bounds| {
+        if storage(t) {
+            profile.add(i, t, at.starts());
         }
     };
     if split {
         // (Behind a lock only so that this thread can do it when no thread
         // can be had; the helper holds it throughout.)
         let shared = std::sync::Mutex::new(std::mem::take(&mut sweeps));
-        let run = || concurrency(&mut shared.lock().unwrap_or_else(|e| e.into_inner()));
+        let concurrency = || {
+            let mut sweeps = shared.lock().unwrap_or_else(|e| e.into_inner());
+            each(&mut |i, t, at| add_concurrency(&mut sweeps, i, t, at));
+        };
         std::thread::scope(|scope| {
             let helper = std::thread::Builder::new()
                 .name("nastriage-digest".into())
-                .spawn_scoped(scope, run);
-            let mut at = Bounds::new(order);
-            for (i, t) in read().enumerate() {
-                at.next(&t);
-                if storage(&t) {
-                    profile.add(i as u64, &t, at.starts());
-                }
-            }
+                .spawn_scoped(scope, concurrency);
+            each(&mut |i, t, at| add_profile(&mut profile, i, t, at));
             match helper {
                 Ok(h) => crate::driver::joined(h.join()),
                 // (No thread to be had: this one does it.)
-                Err(_) => run(),
+                Err(_) => concurrency(),
             }
         });
         sweeps = shared.into_inner().unwrap_or_else(|e| e.into_inner());
     } else {
-        let mut at = Bounds::new(order);
-        for (i, t) in read().enumerate() {
-            at.next(&t);
-            if let Some(sw) = sweeps.get_mut(names.protocol(&t)) {
-                sw.add(i as u64, &t, at.points());
-            }
-            if storage(&t) {
-                profile.add(i as u64, &t, at.starts());
-            }
-        }
+        each(&mut |i, t, at| {
+            add_concurrency(&mut sweeps, i, t, at);
+            add_profile(&mut profile, i, t, at);
+        });
     }
     let mut d = StreamDigest {
         unanswered: scan.unanswered,

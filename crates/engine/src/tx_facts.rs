@@ -119,6 +119,12 @@ struct StreamFacts {
     late: i64,
 }
 
+impl StreamFacts {
+    fn len(&self) -> usize {
+        self.blocks.len() * BLOCK + self.tail.len()
+    }
+}
+
 /// Every transaction's facts, by connection, and the names they use. The
 /// tables read them one connection at a time ([`Facts::for_each_stream`]),
 /// so only the newest few hundred of each connection stay in memory while
@@ -221,20 +227,15 @@ impl Facts {
     /// The connections in the order [`Facts::for_each_stream`] visits them
     /// (TCP first, then by stream), each with its number of requests.
     pub fn stream_keys(&self) -> Vec<((bool, u32), usize)> {
-        let mut keys: Vec<((bool, u32), usize)> = self
-            .streams
-            .iter()
-            .map(|(k, s)| (*k, s.blocks.len() * BLOCK + s.tail.len()))
-            .collect();
+        let mut keys: Vec<((bool, u32), usize)> =
+            self.streams.iter().map(|(k, s)| (*k, s.len())).collect();
         keys.sort_unstable();
         keys
     }
 
     /// A connection's number of requests (0 for an unknown key).
     pub fn count(&self, key: (bool, u32)) -> usize {
-        self.streams
-            .get(&key)
-            .map_or(0, |s| s.blocks.len() * BLOCK + s.tail.len())
+        self.streams.get(&key).map_or(0, StreamFacts::len)
     }
 
     /// How far before its own start any of a connection's facts has a time

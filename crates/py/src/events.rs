@@ -92,20 +92,24 @@ fn text_of(
 }
 
 /// The seconds a retransmission's text gives after `rto=` (the time since
-/// the oldest un-acknowledged segment, to the microsecond), as the loss
-/// analysis would read them from the text (`diagnosis.events`: the digits
-/// after `rto=`); NaN for an event without them (a negative time, after a
-/// clock step, shows a sign there, not digits).
+/// the oldest un-acknowledged segment, to the microsecond), read from the
+/// text itself as the table reader reads it (`diagnosis.events`: the digits
+/// and dots after `rto=`, then `s`); NaN for an event without them (a
+/// negative time, after a clock step, shows a sign there, not digits).
 fn rto_seconds(e: &TcpEvent) -> f64 {
-    match e.detail {
-        Detail::Rto { ns, .. } => {
-            let text = format!("{:.6}", ns as f64 / 1e9);
-            if text.starts_with('-') {
-                f64::NAN
-            } else {
-                text.parse().unwrap_or(f64::NAN)
-            }
-        }
+    if !matches!(e.detail, Detail::Rto { .. }) {
+        return f64::NAN;
+    }
+    let text = e.detail_text();
+    let Some(rest) = text.strip_prefix("rto=") else {
+        return f64::NAN;
+    };
+    let n = rest
+        .bytes()
+        .take_while(|b| b.is_ascii_digit() || *b == b'.')
+        .count();
+    match (rest.as_bytes().get(n), rest.get(..n)) {
+        (Some(b's'), Some(number)) if n > 0 => number.parse().unwrap_or(f64::NAN),
         _ => f64::NAN,
     }
 }
@@ -198,11 +202,12 @@ impl Runs {
 /// in `dup_numbers` and `acked`; elsewhere those hold 0 and -1; both are
 /// empty unless `part` is [`Part::All`]. But for [`Part::All`], None too
 /// for a retransmission's "rto=… since frame …": a string per event, it
-/// was most of what the diagnosis kept of a lossy copy), whether these rows of the connection
-/// are in (time, frame) order, then its duplicate ACKs as runs for
-/// [`Part::DupRuns`] (see [`Runs::into_py`]; the columns are then empty),
-/// else None, and each event's [`rto_seconds`] as native-endian f64 bytes. Read a range at a time, the bytes of a lossy copy's
-/// hundreds of thousands of events are never all held twice.
+/// was most of what the diagnosis kept of a lossy copy), whether these
+/// rows of the connection are in (time, frame) order, then its duplicate
+/// ACKs as runs for [`Part::DupRuns`] (see [`Runs::into_py`]; the columns
+/// are then empty), else None, and each event's [`rto_seconds`] as
+/// native-endian f64 bytes. Read a range at a time, the bytes of a lossy
+/// copy's hundreds of thousands of events are never all held twice.
 pub(crate) fn by_stream<'py>(
     py: Python<'py>,
     a: &Analysis,

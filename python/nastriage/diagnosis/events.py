@@ -342,9 +342,10 @@ class EventsByStream(Mapping[int, list[Event]]):
             return []
         details: Iterable[str | None] = s.details
         dup_acks: list[Event] = []
-        if None in s.details or (with_dup_acks and s.run_codes):
+        texts_missing = None in s.details
+        if texts_missing or (with_dup_acks and s.run_codes):
             texts, dup_acks = self._read_again(stream)
-            if None in s.details:
+            if texts_missing:
                 details = texts
         rows = zip(s.frames, s.times, s.codes, details)
         out = [
