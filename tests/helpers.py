@@ -110,3 +110,23 @@ def bench_capture(directory: Path, size: str = "20M", seed: int = 1) -> Path:
         capture_output=True,
     )
     return path
+
+
+def step_clock_back(src: Path, dst: Path, seconds: int, first: int) -> None:
+    """Copy a classic pcap (microseconds, little-endian, as the generator writes),
+    setting frame ``first`` (numbered from 1) and those after it ``seconds`` back: a
+    clock step."""
+    import struct
+
+    data = src.read_bytes()
+    assert data[:4] == b"\xd4\xc3\xb2\xa1"
+    offsets = []
+    at = 24
+    while at + 16 <= len(data):
+        offsets.append(at)
+        at += 16 + struct.unpack_from("<I", data, at + 8)[0]
+    out = bytearray(data)
+    for at in offsets[first - 1 :]:
+        sec = struct.unpack_from("<I", out, at)[0]
+        struct.pack_into("<I", out, at, sec - seconds)
+    dst.write_bytes(bytes(out))

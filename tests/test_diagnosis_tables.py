@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from helpers import bench_capture
+from helpers import bench_capture, step_clock_back
 from oracle import SHARED, readable_captures
 
 pytestmark = pytest.mark.usefixtures("engine")
@@ -132,9 +132,11 @@ def _check(path: str) -> int:
     # (for tables read back from a file) keeps exactly the same columns and runs.
     # (Also when the engine hands them over a few rows at a time.)
     from_table = EventsByStream(capture.plain_table("tcp_events"))
-    grouped = capture.tcp_events_by_stream(rows=7, dup_runs=True)
+    grouped = capture.tcp_events_by_stream(rows=7, part="rows+runs")
     assert grouped is not None
-    in_pieces = EventsByStream.from_grouped(grouped, reread=capture.tcp_events_by_stream)
+    in_pieces = EventsByStream.from_grouped(
+        grouped, reread=lambda: capture.tcp_events_by_stream(part="all")
+    )
     for other in (from_table, in_pieces):
         assert other.labels == labels and list(other) == list(ctx.events)
         assert other.count() == ctx.events.count()
@@ -234,26 +236,6 @@ def test_duplicate_ack_runs_in_any_order() -> None:
     assert [e.frame for e in events[1]] == [30, 31, 32, 12, 13, 20, 33]
 
 
-def _step_clock_back(src: Path, dst: Path, seconds: int, first: int) -> None:
-    """Copy a classic pcap (microseconds, little-endian, as the generator writes),
-    setting frame ``first`` (numbered from 1) and those after it ``seconds`` back: a
-    clock step."""
-    import struct
-
-    data = src.read_bytes()
-    assert data[:4] == b"\xd4\xc3\xb2\xa1"
-    offsets = []
-    at = 24
-    while at + 16 <= len(data):
-        offsets.append(at)
-        at += 16 + struct.unpack_from("<I", data, at + 8)[0]
-    out = bytearray(data)
-    for at in offsets[first - 1 :]:
-        sec = struct.unpack_from("<I", out, at)[0]
-        struct.pack_into("<I", out, at, sec - seconds)
-    dst.write_bytes(bytes(out))
-
-
 def test_engine_grouping_of_events_out_of_time_order(tmp_path: Path) -> None:
     """A clock step puts a connection's flags out of time order in the table: the
     engine's regrouping, handed over a few rows at a time, says so as the Python reader
@@ -266,14 +248,16 @@ def test_engine_grouping_of_events_out_of_time_order(tmp_path: Path) -> None:
     events = EventsByStream(Capture.analyze(str(src)).plain_table("tcp_events"))
     most = max(events._streams.values(), key=lambda c: len(c.frames))
     stepped = tmp_path / "stepped.pcap"
-    _step_clock_back(src, stepped, 5, most.frames[len(most.frames) // 2])
+    step_clock_back(src, stepped, 5, most.frames[len(most.frames) // 2])
     capture = Capture.analyze(str(stepped))
     from_table = EventsByStream(capture.plain_table("tcp_events"))
     assert any(not c.in_order for c in from_table._streams.values())
     for rows in (1, 5, 64, 65536):
-        grouped = capture.tcp_events_by_stream(rows=rows, dup_runs=True)
+        grouped = capture.tcp_events_by_stream(rows=rows, part="rows+runs")
         assert grouped is not None
-        pieces = EventsByStream.from_grouped(grouped, reread=capture.tcp_events_by_stream)
+        pieces = EventsByStream.from_grouped(
+            grouped, reread=lambda: capture.tcp_events_by_stream(part="all")
+        )
         assert pieces.labels == from_table.labels and list(pieces) == list(from_table)
         for stream, a in from_table._streams.items():
             b = pieces._streams[stream]
@@ -283,9 +267,9 @@ def test_engine_grouping_of_events_out_of_time_order(tmp_path: Path) -> None:
 
 
 def test_grouped_runs_of_a_connection_in_several_parts_merge() -> None:
-    """Runs handed over in more than one part for a connection (not what the engine does
-    today, which makes them over the whole table at once) merge by label and
-    acknowledged frame: earliest first, latest last, counts added, order kept."""
+    """Runs handed over in more than one range of rows for a connection (a run going on
+    past a range's end, or a table whose runs are not in one piece each) merge by label
+    and acknowledged frame: earliest first, latest last, counts added, order kept."""
     from array import array
 
     from nastriage.diagnosis.events import EventsByStream

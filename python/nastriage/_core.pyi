@@ -68,22 +68,7 @@ class Analysis:
     def table_len(self, name: str) -> int:
         """Rows of the named table, without making it where the engine can."""
     def tcp_events_by_stream(
-        self, start: int, stop: int, labels: list[tuple[str, str]], dup_acks: bool = True
-    ) -> tuple[
-        list[tuple[str, str]],
-        dict[int, tuple[bytes, bytes, bytes, list[str | None], bytes, bytes, bool, None]],
-    ]:
-        """Rows ``start..stop`` (clamped) of ``tcp_events`` regrouped by connection: the
-        (direction, kind) labels numbered by first appearance (``labels``, those of the
-        rows before, and those these rows add), and per stream (in order of its first
-        event in these rows) its frames, times (native int64 bytes), label codes (uint16),
-        details (None for a duplicate ACK), acknowledged frames and duplicate-ACK numbers
-        (int64; -1 and 0 for other events; empty without ``dup_acks``), whether these rows
-        of it are in (time, frame) order, and None. Without ``dup_acks`` the duplicate
-        ACKs are left out (see :meth:`tcp_dup_ack_runs`)."""
-
-    def tcp_dup_ack_runs(
-        self, labels: list[tuple[str, str]]
+        self, start: int, stop: int, labels: list[tuple[str, str]], part: str = "all"
     ) -> tuple[
         list[tuple[str, str]],
         dict[
@@ -96,17 +81,26 @@ class Analysis:
                 bytes,
                 bytes,
                 bool,
-                tuple[bytes, bytes, bytes, bytes, bytes, bytes, bool],
+                tuple[bytes, bytes, bytes, bytes, bytes, bytes, bool] | None,
+                bytes,
             ],
         ],
     ]:
-        """The duplicate ACKs of the whole ``tcp_events`` table as runs, per stream: the
-        labels as :meth:`tcp_events_by_stream` numbers them (every event's, by first
-        appearance), and per stream the same tuple with empty columns and, last, its runs
-        (one per label and acknowledged frame, in order of their first duplicate ACK in
-        the table): label codes (uint16), acknowledged frames, time and frame of the
-        first, time of the last and counts (native int64 bytes), and whether they are in
-        order of their first's (time, frame)."""
+        """Rows ``start..stop`` (clamped) of ``tcp_events`` regrouped by connection: the
+        (direction, kind) labels numbered by first appearance (``labels``, those of the
+        rows before, and those these rows add; every event's, whatever ``part``), and per
+        stream (in order of its first event in these rows) its frames, times (native
+        int64 bytes), label codes (uint16), details (None for a duplicate ACK, and but
+        for ``part="all"`` for a retransmission's "rto=…", whose number is in the last
+        column), acknowledged frames and duplicate-ACK numbers (int64; -1 and 0 for other
+        events; empty but for ``part="all"``), whether these rows of it are in (time,
+        frame) order, its duplicate ACKs as runs or None, and each event's seconds after
+        "rto=" (native float64, NaN without). ``part``: "all" (every event in the
+        columns), "rows" (all but duplicate ACKs), "runs" (only the duplicate ACKs, as
+        runs) or "rows+runs". Runs are one per label and acknowledged frame in these
+        rows, in order of their first duplicate ACK: label codes (uint16), acknowledged
+        frames, time and frame of the first, time of the last and counts (native int64
+        bytes), and whether they are in order of their first's (time, frame)."""
 
 def analyze(
     paths: list[str],

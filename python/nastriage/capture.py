@@ -192,16 +192,11 @@ def column_chunks(
 
 
 def _grouped_events(
-    analysis: Any, rows: int, dup_runs: bool
+    analysis: Any, rows: int, part: str
 ) -> Iterator[tuple[list[tuple[str, str]], dict[int, Any]]]:
     labels: list[tuple[str, str]] = []
-    if dup_runs:
-        # The duplicate ACKs' runs over the whole table first (numbering every label
-        # as the table does), then the other events a range at a time.
-        labels, streams = analysis.tcp_dup_ack_runs(labels)
-        yield labels, streams
     for start in range(0, int(analysis.table_len("tcp_events")), rows):
-        labels, streams = analysis.tcp_events_by_stream(start, start + rows, labels, not dup_runs)
+        labels, streams = analysis.tcp_events_by_stream(start, start + rows, labels, part)
         yield labels, streams
 
 
@@ -388,19 +383,18 @@ class Capture:
         return table
 
     def tcp_events_by_stream(
-        self, rows: int = 65536, dup_runs: bool = False
+        self, rows: int = 16384, part: str = "all"
     ) -> Iterator[tuple[list[tuple[str, str]], dict[int, Any]]] | None:
         """The ``tcp_events`` table regrouped by connection by the engine, ``rows`` rows at
-        a time (``Analysis.tcp_events_by_stream``: what :class:`~nastriage.diagnosis.
-        events.EventsByStream` keeps; ``dup_runs``: duplicate ACKs as runs over the whole
-        table, first, and not in the ranges), or None when the tables do not come from a
-        live analysis."""
+        a time (``Analysis.tcp_events_by_stream``; ``part``: which events, and duplicate
+        ACKs one by one or as runs, see :data:`~nastriage.diagnosis.events.PARTS`), or
+        None when the tables do not come from a live analysis."""
         from nastriage import _core
 
         analysis: Any = self._analysis  # (a stand-in in tests)
         if not isinstance(analysis, _core.Analysis):
             return None
-        return _grouped_events(analysis, rows, dup_runs)
+        return _grouped_events(analysis, rows, part)
 
     def tables(self) -> dict[str, pa.Table]:
         """All result tables by name."""

@@ -7,11 +7,13 @@
 //! diagnosis' time.
 //!
 //! The diagnosis takes duplicate ACKs as runs instead (one per label and
-//! acknowledged frame: first time and frame, last time, count; made over
-//! the whole table at once by [`Part::DupRuns`]) and the other events a
-//! range at a time without them ([`Part::NoDupAcks`]): the runs are all the
-//! loss analysis reads of duplicate ACKs, which are most of a lossy copy's
-//! flags, and one by one they were most of the diagnosis' memory.
+//! acknowledged frame: first time and frame, last time, count), made over
+//! a range of rows like the rest ([`Part`]): the runs are all the loss
+//! analysis reads of duplicate ACKs, which are most of a lossy copy's
+//! flags, and one by one they were most of the diagnosis' memory. A run
+//! that goes on past a range's end continues in the next one's first run
+//! of its label (the engine's duplicate ACKs of one direction repeat later
+//! and later ACKs); the reader joins them.
 
 use std::collections::HashMap;
 
@@ -123,6 +125,27 @@ pub(crate) enum Part {
     NoDupAcks,
     /// Only the duplicate ACKs, as runs.
     DupRuns,
+    /// Every event but duplicate ACKs in the columns, and the duplicate ACKs
+    /// as runs (the loss analysis' first reading).
+    NoDupAcksAndRuns,
+}
+
+impl Part {
+    /// The part Python names: "all", "rows" (no duplicate ACKs), "runs"
+    /// (only their runs) or "rows+runs".
+    pub(crate) fn parse(name: &str) -> Option<Part> {
+        match name {
+            "all" => Some(Part::All),
+            "rows" => Some(Part::NoDupAcks),
+            "runs" => Some(Part::DupRuns),
+            "rows+runs" => Some(Part::NoDupAcksAndRuns),
+            _ => None,
+        }
+    }
+
+    fn runs(self) -> bool {
+        matches!(self, Part::DupRuns | Part::NoDupAcksAndRuns)
+    }
 }
 
 /// Duplicate ACKs of one connection, by (label code, acknowledged frame),
@@ -244,11 +267,11 @@ pub(crate) fn by_stream<'py>(
         let dup_ack = kind == "duplicate_ack";
         match (part, dup_ack, e.detail) {
             // The run of the ACK it repeats (one of its own without that).
-            (Part::DupRuns, true, Detail::DupAck { frame, .. }) => {
+            (Part::DupRuns | Part::NoDupAcksAndRuns, true, Detail::DupAck { frame, .. }) => {
                 runs.add(&e, code, frame);
                 continue;
             }
-            (Part::DupRuns, true, _) => {
+            (Part::DupRuns | Part::NoDupAcksAndRuns, true, _) => {
                 runs.add(&e, code, e.frame);
                 continue;
             }
@@ -273,7 +296,7 @@ pub(crate) fn by_stream<'py>(
             continue;
         };
         let details = PyList::new(py, c.details)?;
-        let runs = if part == Part::DupRuns {
+        let runs = if part.runs() {
             runs.into_py(py)?.into_any()
         } else {
             py.None().into_bound(py)

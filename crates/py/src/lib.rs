@@ -125,35 +125,20 @@ impl PyAnalysis {
     }
 
     /// Rows `start..stop` of `tcp_events` regrouped by connection, as the
-    /// diagnosis reads them; `labels` are those of the rows before;
-    /// `dup_acks=False`: without duplicate ACKs (see `events.rs`).
-    #[pyo3(signature = (start, stop, labels, dup_acks=true))]
+    /// diagnosis reads them; `labels` are those of the rows before; `part`:
+    /// which events and how (see `events::Part::parse`).
+    #[pyo3(signature = (start, stop, labels, part="all"))]
     fn tcp_events_by_stream<'py>(
         &self,
         py: Python<'py>,
         start: usize,
         stop: usize,
         labels: Vec<(String, String)>,
-        dup_acks: bool,
+        part: &str,
     ) -> PyResult<Bound<'py, PyTuple>> {
-        let part = if dup_acks {
-            events::Part::All
-        } else {
-            events::Part::NoDupAcks
-        };
+        let part = events::Part::parse(part)
+            .ok_or_else(|| PyValueError::new_err(format!("no part of the events named {part:?}")))?;
         events::by_stream(py, &self.inner, start, stop, labels, part)
-    }
-
-    /// The duplicate ACKs of `tcp_events` as runs by connection, over the
-    /// whole table (see `events.rs`); `labels` as for
-    /// `tcp_events_by_stream`, numbered by first appearance of any event.
-    fn tcp_dup_ack_runs<'py>(
-        &self,
-        py: Python<'py>,
-        labels: Vec<(String, String)>,
-    ) -> PyResult<Bound<'py, PyTuple>> {
-        let n = self.inner.table_len("tcp_events").unwrap_or(0);
-        events::by_stream(py, &self.inner, 0, n, labels, events::Part::DupRuns)
     }
 }
 

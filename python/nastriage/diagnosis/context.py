@@ -12,11 +12,12 @@ import math
 import re
 from array import array
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from nastriage.capture import column_chunks, read_columns, read_rows, readable_table
-from nastriage.diagnosis.events import Event, EventsByStream
+from nastriage.diagnosis.events import Chunk, Event, EventsByStream, table_chunks
 from nastriage.diagnosis.thresholds import DEFAULT, Thresholds
 
 if TYPE_CHECKING:
@@ -251,6 +252,9 @@ class Context:
         self.th = thresholds
         self._names = set(capture.table_names)
         self._cache: dict[str, Any] = {}
+        #: Rows of ``tcp_events`` per range in :meth:`event_chunks` (tests make it small
+        #: so that runs go on from one range to the next).
+        self.event_rows = 16384
 
     # -- raw tables ------------------------------------------------------------------------
 
@@ -348,12 +352,25 @@ class Context:
         return self._cached("events", self._build_events)  # type: ignore[no-any-return]
 
     def _build_events(self) -> EventsByStream:
+        return EventsByStream.from_grouped(
+            self.event_chunks("rows+runs"), reread=lambda: self.event_chunks("all")
+        )
+
+    def event_chunks(self, part: str) -> Iterator[Chunk]:
+        """The ``tcp_events`` table regrouped by connection a range of rows at a time
+        (see :data:`~nastriage.diagnosis.events.Chunk`; ``part`` as in
+        :data:`~nastriage.diagnosis.events.PARTS`): by the engine for a live analysis,
+        else from the table."""
         # A live analysis regroups the events itself (see Capture.tcp_events_by_stream).
         grouped = getattr(self.capture, "tcp_events_by_stream", None)
-        found = grouped(dup_runs=True) if grouped is not None else None
+        rows = self.event_rows
+        found: Iterator[Chunk] | None = (
+            grouped(rows=rows, part=part) if grouped is not None else None
+        )
         if found is not None:
-            return EventsByStream.from_grouped(found, reread=grouped)
-        return EventsByStream(self.table("tcp_events"))
+            return found
+        table = self.table("tcp_events")
+        return table_chunks(table, rows, part) if table is not None else iter(())
 
     # -- tcp_series --------------------------------------------------------------------------
 

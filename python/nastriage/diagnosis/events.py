@@ -1,26 +1,24 @@
-"""The capture's TCP events (the ``tcp_events`` table) by connection, held compactly.
+"""The capture's TCP events (the ``tcp_events`` table) regrouped by connection.
 
 A lossy or long capture flags hundreds of thousands of segments (most of them duplicate
 ACKs), and a single file copy puts them all on one connection. As one tuple each, with
 their integers and strings, they took about 230 bytes an event for the whole diagnosis,
-more than every other table together, and memory grew with the capture. Here a
-connection's events are columns (integer arrays, a small code per event), handed over
-already grouped by a live analysis (:meth:`EventsByStream.from_grouped`) or read from the
-table a few thousand rows at a time; :meth:`EventsByStream.ordered` walks them without
-making an object per event, and :class:`Event` tuples are made only for the events a rule
-keeps (or when a connection's list is asked for).
+more than every other table together, and memory grew with the capture.
 
-A retransmission's detail text ("rto=… since frame …", unique to each) is not kept
-either, only the number the loss analysis reads of it (:attr:`_Stream.rto`): a string
-per retransmission was most of what was held of a lossy copy. Such texts are None in
-:meth:`EventsByStream.ordered`; :meth:`EventsByStream.without_dup_acks` and a
-connection's full list read them again.
+The table is therefore read a range of rows at a time, regrouped by connection
+(:data:`Chunk`): by the engine for a live analysis (``Capture.tcp_events_by_stream``), or
+by :func:`table_chunks` for a table read back from elsewhere. Duplicate ACKs come as runs
+(per label and acknowledged frame: first and last time, first frame, how many), all the
+loss analysis reads of them (``diagnosis/retrans.py``, which reads the ranges as they
+come and holds none of it).
 
-Duplicate ACKs are not kept one by one: the loss analysis reads only their runs (per
-label and acknowledged frame: first and last time, first frame, how many), which
-:meth:`EventsByStream.dup_runs` gives. They are two thirds of a lossy copy's flags, and
-one by one they were most of the diagnosis' memory (and of its time, walked in Python).
-A connection's full list (``events[stream]``) reads them again from where they came from.
+:class:`EventsByStream` holds connections whole, as columns (integer arrays, a small code
+per event; a retransmission's "rto=… since frame …" text only as its number, in
+:attr:`_Stream.rto`), for what needs a connection's whole list: a rule or the API asking
+for it (``events[stream]`` reads the duplicate ACKs and the texts not kept again from
+where they came from), and a connection the loss analysis must read sorted (its events
+go back in time). :meth:`EventsByStream.ordered` and :meth:`EventsByStream.dup_runs` walk
+them without making an object per event.
 """
 
 from __future__ import annotations
@@ -29,7 +27,7 @@ import math
 import operator
 import re
 from array import array
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 from nastriage.capture import column_chunks
@@ -81,8 +79,19 @@ def rto_seconds(detail: str) -> float:
 #: acknowledged frame, time and frame of the first duplicate ACK, time of the last, count.
 DupRunRow = tuple[int, int, int, int, int, int]
 
-#: Re-reads a live analysis' events with every duplicate ACK (see ``from_grouped``).
-Reread = Callable[[], "Iterable[tuple[list[tuple[str, str]], dict[int, Any]]] | None"]
+#: A range of the table's rows regrouped by connection: the labels numbered so far, and
+#: per stream ``(frames, times, codes, details, acked, dup_numbers, in_order, runs,
+#: rto)`` as the engine hands them over (``Analysis.tcp_events_by_stream``: machine
+#: integers and floats as bytes), or :func:`table_chunks` from a table.
+Chunk = tuple[list[tuple[str, str]], dict[int, Any]]
+
+#: Reads the events again with every duplicate ACK (see ``from_grouped``).
+Reread = Callable[[], "Iterable[Chunk] | None"]
+
+#: The parts of the events a reading hands over (``Analysis.tcp_events_by_stream``):
+#: "all" of them in the columns, "rows" (all but duplicate ACKs), "runs" (only the
+#: duplicate ACKs, as runs) or "rows+runs".
+PARTS = ("all", "rows", "runs", "rows+runs")
 
 
 def dup_ack_key(detail: str, frame: int) -> int:
@@ -142,7 +151,7 @@ class _Stream:
         self.runs_in_order = True
 
     def add_runs(self, runs: tuple[Any, ...]) -> None:
-        """Runs as the engine makes them (see ``Analysis.tcp_dup_ack_runs``): native
+        """Runs as the engine makes them (see ``Analysis.tcp_events_by_stream``): native
         bytes of their columns, and whether they are in order of their first."""
         *data, in_order = runs
         columns = []
@@ -220,61 +229,36 @@ class EventsByStream(Mapping[int, list[Event]]):
         self._streams: dict[int, _Stream] = {}
         #: (direction, kind) pairs, numbered by first appearance.
         self.labels: list[tuple[str, str]] = []
-        self._table = table
         self._reread: Reread | None = None
-        if table is None:
-            return
-        code_of: dict[tuple[str, str], int] = {}
-        details: dict[str, str] = {}  # one object per repeated text ("", flag names)
-        for c in column_chunks(table, _COLUMNS):
-            for frame, time, stream, direction, kind, detail in zip(*(c[n] for n in _COLUMNS)):
-                s = self._streams.get(stream)
-                if s is None:
-                    s = self._streams[stream] = _Stream()
-                label = (direction, kind)
-                code = code_of.get(label)
-                if code is None:
-                    code = code_of[label] = len(self.labels)
-                    self.labels.append(label)
-                time = time or 0
-                text = detail or ""
-                if kind == "duplicate_ack":
-                    s.add_run(code, dup_ack_key(text, frame), time, frame, time, 1)
-                    continue
-                if s.in_order and s.frames:
-                    last = s.times[-1]
-                    s.in_order = time > last or (time == last and frame >= s.frames[-1])
-                s.frames.append(frame)
-                s.times.append(time)
-                s.codes.append(code)
-                s.rto.append(rto_seconds(text))
-                s.details.append(
-                    None
-                    if text.startswith("rto=")
-                    else details.setdefault(text, text)
-                    if len(text) < SHARED_TEXT
-                    else text
-                )
-        for s in self._streams.values():
-            s.seal()
+        if table is not None:
+            self._fill(table_chunks(table, part="rows+runs"))
+            self._reread = lambda: table_chunks(table, part="all")
 
     @classmethod
     def from_grouped(
         cls,
-        chunks: Iterable[tuple[list[tuple[str, str]], dict[int, Any]]],
+        chunks: Iterable[Chunk],
         reread: Reread | None = None,
+        only: Container[int] | None = None,
     ) -> EventsByStream:
-        """The same, from the engine's own regrouping of the table
-        (``Capture.tcp_events_by_stream(dup_runs=True)``: the duplicate ACKs' runs, then
-        the other events a range of rows at a time): columns as bytes, made without a
-        Python object per cell. ``reread()`` gives the events again with every duplicate
-        ACK, for a connection's full list."""
+        """The same, from a regrouping of the table a range of rows at a time
+        (:func:`table_chunks`, or the engine's own: ``Capture.tcp_events_by_stream
+        (part="rows+runs")``): columns as bytes, duplicate ACKs as runs.
+        ``reread()`` gives the events again with every duplicate ACK (``part="all"``),
+        for a connection's full list; ``only``: the connections to keep (all by
+        default)."""
         out = cls(None)
         out._reread = reread
-        streams = out._streams
+        out._fill(chunks, only)
+        return out
+
+    def _fill(self, chunks: Iterable[Chunk], only: Container[int] | None = None) -> None:
+        streams = self._streams
         for labels, chunk in chunks:
-            out.labels = [(str(d), str(k)) for d, k in labels]
+            self.labels = [(str(d), str(k)) for d, k in labels]
             for stream, item in chunk.items():
+                if only is not None and stream not in only:
+                    continue
                 frames, times, codes, details, _acked, _dups, in_order, runs, rto = item
                 s = streams.get(stream)
                 if s is None:
@@ -296,7 +280,6 @@ class EventsByStream(Mapping[int, list[Event]]):
                     s.add_runs(runs)
         for s in streams.values():
             s.seal()
-        return out
 
     def ordered(self, stream: int) -> Iterator[Row]:
         """The connection's events other than duplicate ACKs, in time order (frames
@@ -363,16 +346,6 @@ class EventsByStream(Mapping[int, list[Event]]):
         one."""
         texts: list[str] = []
         dup_acks: list[Event] = []
-        if self._table is not None:
-            for c in column_chunks(self._table, _COLUMNS):
-                for frame, time, s, direction, kind, detail in zip(*(c[n] for n in _COLUMNS)):
-                    if s != stream:
-                        continue
-                    if kind == "duplicate_ack":
-                        dup_acks.append(Event(frame, time or 0, direction, kind, detail or ""))
-                    else:
-                        texts.append(detail or "")
-            return texts, dup_acks
         chunks = self._reread() if self._reread is not None else None
         if chunks is None:
             raise LookupError("the events of this connection cannot be read again")
@@ -407,3 +380,121 @@ class EventsByStream(Mapping[int, list[Event]]):
     def count(self) -> int:
         """Events over every connection."""
         return sum(len(s.frames) + sum(s.run_count) for s in self._streams.values())
+
+
+class _Group:
+    """One connection's events in one range of rows, as the engine groups them."""
+
+    __slots__ = ("acked", "codes", "details", "dups", "frames", "in_order", "rto", "runs", "times")
+
+    def __init__(self, runs: bool) -> None:
+        self.frames = array("q")
+        self.times = array("q")
+        self.codes = array("H")
+        self.details: list[str | None] = []
+        self.rto = array("d")
+        self.acked = array("q")
+        self.dups = array("q")
+        self.in_order = True
+        self.runs = _Runs() if runs else None
+
+    def item(self) -> tuple[Any, ...]:
+        runs = self.runs.item() if self.runs is not None else None
+        return (
+            self.frames.tobytes(),
+            self.times.tobytes(),
+            self.codes.tobytes(),
+            self.details,
+            self.acked.tobytes(),
+            self.dups.tobytes(),
+            self.in_order,
+            runs,
+            self.rto.tobytes(),
+        )
+
+
+class _Runs:
+    """Duplicate ACKs as runs (label code and acknowledged frame: first time and frame,
+    last time, count), in order of their first in the rows."""
+
+    __slots__ = ("count", "first", "first_frame", "in_order", "index", "keys", "labels", "last")
+
+    def __init__(self) -> None:
+        self.index: dict[tuple[int, int], int] = {}
+        self.labels = array("H")
+        self.keys = array("q")
+        self.first = array("q")
+        self.first_frame = array("q")
+        self.last = array("q")
+        self.count = array("q")
+        self.in_order = True
+
+    def add(self, code: int, key: int, time: int, frame: int) -> None:
+        i = self.index.get((code, key))
+        if i is None:
+            if self.first and (time, frame) < (self.first[-1], self.first_frame[-1]):
+                self.in_order = False
+            self.index[(code, key)] = len(self.labels)
+            for a, v in zip(
+                (self.labels, self.keys, self.first, self.first_frame, self.last, self.count),
+                (code, key, time, frame, time, 1),
+            ):
+                a.append(v)
+            return
+        if (time, frame) < (self.first[i], self.first_frame[i]):
+            self.first[i], self.first_frame[i] = time, frame
+            self.in_order = False
+        self.last[i] = max(self.last[i], time)
+        self.count[i] += 1
+
+    def item(self) -> tuple[Any, ...]:
+        columns = (self.labels, self.keys, self.first, self.first_frame, self.last, self.count)
+        return (*(a.tobytes() for a in columns), self.in_order)
+
+
+def table_chunks(table: Any, rows: int = 8192, part: str = "all") -> Iterator[Chunk]:
+    """A ``tcp_events`` table (one read back from a file, or a stand-in) regrouped by
+    connection ``rows`` rows at a time, as the engine regroups its own (see :data:`Chunk`
+    and :data:`PARTS`): a duplicate ACK's text is kept (its number columns hold 0 and
+    -1), and its run is the frame its text names (see :func:`dup_ack_key`)."""
+    if part not in PARTS:
+        raise ValueError(f"no part of the events named {part!r}")
+    with_rows = part in ("all", "rows", "rows+runs")
+    with_runs = part in ("runs", "rows+runs")
+    labels: list[tuple[str, str]] = []
+    code_of: dict[tuple[str, str], int] = {}
+    shared: dict[str, str] = {}  # one object per repeated text ("", flag names)
+    for c in column_chunks(table, _COLUMNS, rows):
+        groups: dict[int, _Group] = {}
+        for frame, time, stream, direction, kind, detail in zip(*(c[n] for n in _COLUMNS)):
+            label = (direction, kind)
+            code = code_of.get(label)
+            if code is None:
+                code = code_of[label] = len(labels)
+                labels.append(label)
+            g = groups.get(stream)
+            if g is None:
+                g = groups[stream] = _Group(with_runs)
+            time = time or 0
+            text = detail or ""
+            dup_ack = kind == "duplicate_ack"
+            if dup_ack and g.runs is not None:
+                g.runs.add(code, dup_ack_key(text, frame), time, frame)
+                continue
+            if not with_rows or (dup_ack and part != "all"):
+                continue
+            if g.in_order and g.frames:
+                last = g.times[-1]
+                g.in_order = time > last or (time == last and frame >= g.frames[-1])
+            g.frames.append(frame)
+            g.times.append(time)
+            g.codes.append(code)
+            g.rto.append(rto_seconds(text))
+            if part != "all" and text.startswith("rto="):
+                g.details.append(None)  # (its number is in rto)
+            else:
+                g.details.append(shared.setdefault(text, text) if len(text) < SHARED_TEXT else text)
+            if part == "all":
+                g.acked.append(-1)
+                g.dups.append(0)
+        yield list(labels), {stream: g.item() for stream, g in groups.items()}

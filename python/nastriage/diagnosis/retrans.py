@@ -22,6 +22,12 @@ The evidence is in ``tcp_events`` (Wireshark's flags) plus the round trip:
 
 Zero-window probes, keep-alives and retransmissions around zero-window episodes are left
 out (they belong to the receiver stall).
+
+The events are read twice, a range of the table's rows at a time, every connection at
+once (see :class:`_Direction`), and nothing is kept per event but a retransmission's
+time and a loss episode's span: a single lossy file copy flags a hundred thousand
+segments per GiB, all on one connection, and holding them made memory grow with the
+capture.
 """
 
 from __future__ import annotations
@@ -31,14 +37,16 @@ import heapq
 import itertools
 import re
 from array import array
-from collections.abc import Iterable, Iterator, Sequence
+from collections import deque
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from nastriage.diagnosis.context import Context, Event, reverse
-from nastriage.diagnosis.events import DupRunRow
+from nastriage.diagnosis.events import DupRunRow, EventsByStream, Row
 from nastriage.diagnosis.timeline import union_sorted_ns
 
-__all__ = ["KEEP", "DupRun", "LossAnalysis", "Spans", "analyse", "analyse_stream"]
+__all__ = ["KEEP", "DupRun", "LossAnalysis", "Spans", "analyse"]
 
 _BYTES = re.compile(r"=(\d+) bytes")
 
@@ -137,23 +145,7 @@ class LossAnalysis:
 
 def analyse(ctx: Context) -> dict[tuple[int, str], LossAnalysis]:
     """Every connection and direction that carried data and has any TCP flags."""
-
-    def build() -> dict[tuple[int, str], LossAnalysis]:
-        out: dict[tuple[int, str], LossAnalysis] = {}
-        for stream in ctx.events:
-            info = ctx.streams.get(stream)
-            flagged = ctx.events.kinds(stream)
-            for d in ("c2s", "s2c"):
-                if info is not None and info.payload_dir(d) == 0:
-                    continue
-                if not any((d, k) in flagged for k in RESENT_KINDS) and not any(
-                    (reverse(d), k) in flagged for k in ("duplicate_ack", "ack_lost_segment")
-                ):
-                    continue
-                out[(stream, d)] = analyse_stream(ctx, stream, d)
-        return out
-
-    return ctx._cached("loss", build)  # type: ignore[no-any-return]
+    return ctx._cached("loss", lambda: _analyse(ctx))  # type: ignore[no-any-return]
 
 
 def _zero_window_spans(ctx: Context, stream: int, margin_ns: int) -> Spans:
@@ -188,192 +180,539 @@ class Spans:
         i = bisect.bisect_right(self._starts, t)
         return i > 0 and self._reach[i - 1] >= t
 
+    def __bool__(self) -> bool:
+        return bool(self._starts)
 
-def analyse_stream(ctx: Context, stream: int, d: str) -> LossAnalysis:
-    """One direction of one connection. Its events are walked as plain rows, and only
-    those kept become :class:`Event` tuples (a lossy copy has most of its capture's
-    hundreds of thousands of flags, duplicate ACKs mostly, on one connection)."""
-    th = ctx.th
-    info = ctx.streams.get(stream)
-    tcp = info.tcp if info else {}
-    rtt = ctx.path_rtt_ms(stream)
-    long_ms = (
-        max(th.reorder_run_min_ms, th.reorder_run_rtt_share * rtt)
-        if rtt is not None
-        else DEFAULT_LONG_RUN_MS
+
+def _analyse(ctx: Context) -> dict[tuple[int, str], LossAnalysis]:
+    """Two readings of the events (see :class:`_Direction`), over every connection at
+    once: the engine regroups a range of the table's rows at a time, and nothing is kept
+    per event."""
+    streams: dict[int, _Connection] = {}
+    actions = _Actions()
+    for labels, chunk in ctx.event_chunks("rows+runs"):
+        acts = actions.of(labels)
+        for stream, item in chunk.items():
+            c = streams.get(stream)
+            if c is None:
+                c = streams[stream] = _Connection(ctx, stream)
+            r = _Range(item)
+            if c.in_order:
+                c.in_order = c.still_in_order(r)
+            c.first(r, acts)
+    # A connection whose events go back in time (a clock step), or whose duplicate ACKs
+    # repeat an earlier ACK after a later one (a table not written by the engine), is
+    # held whole and read sorted (as the analysis read every connection before it
+    # streamed).
+    disordered = {s for s, c in streams.items() if not c.in_order}
+    held = (
+        EventsByStream.from_grouped(ctx.event_chunks("rows+runs"), only=disordered)
+        if disordered
+        else EventsByStream(None)
     )
-    long_ns = int(long_ms * 1e6)
-    zw = _zero_window_spans(ctx, stream, int(th.timeout_min_s * 1e9))
-    rd = reverse(d)
+    held_acts = actions.of(held.labels)
+    for stream in disordered:
+        c = streams[stream] = _Connection(ctx, stream)
+        c.first(_Range.held(held, stream), held_acts)
+    # (Every connection decides, the held ones too.)
+    live = {s: c for s, c in streams.items() if c.decide()}
+    read = {s: c for s, c in live.items() if s not in disordered}
+    if read:
+        for labels, chunk in ctx.event_chunks("rows+runs"):
+            acts = actions.of(labels)
+            for stream, item in chunk.items():
+                c = read.get(stream)
+                if c is not None:
+                    c.second(_Range(item), acts)
+    for stream in disordered & live.keys():
+        streams[stream].second(_Range.held(held, stream), held_acts)
+    return {(stream, la.direction): la for stream, c in streams.items() for la in c.results()}
 
-    # The last resent frame taken: a frame with several flags (a retransmission that is
-    # also a fast one) counts once, and its flags are next to each other in time order.
-    last_resent: int | None = None
-    # The resent segments as columns (a lossy copy has tens of thousands): frame, time,
-    # and the time since the oldest unacknowledged segment (s; NaN when not given).
-    resent_frames = array("q")
-    resent_times = array("q")
-    resent_rto = array("d")
-    spurious = 0
-    hole_times = array("q")
-    ack_unseen: list[Event] = []
-    ack_unseen_count = 0
-    unseen_times = array("q")
-    unseen_bytes = 0
-    # What each (direction, kind) label means here, looked up once per label and not
-    # once per event (a lossy copy walks a hundred thousand events per direction).
-    actions = [_action(label, d, rd) for label in ctx.events.labels]
-    # (Duplicate ACKs come as runs, not one by one: see dup_runs below.)
-    for frame, time, code, detail, rto in ctx.events.ordered(stream):
-        action = actions[code]
-        if action == _SKIP:
-            continue
-        elif action <= _SPURIOUS:
-            if frame != last_resent and time not in zw:
-                last_resent = frame
-                resent_frames.append(frame)
-                resent_times.append(time)
-                resent_rto.append(rto)
-            if action == _SPURIOUS:
-                spurious += 1
-        elif action == _HOLE:
-            hole_times.append(time)
-        else:  # _UNSEEN
-            ack_unseen_count += 1
-            if len(ack_unseen) < KEEP:
-                direction, kind = ctx.events.labels[code]
-                ack_unseen.append(Event(frame, time, direction, kind, detail or ""))
-            unseen_times.append(time)
-            m = _BYTES.search(detail or "")
-            if m:
-                unseen_bytes += int(m.group(1))
 
-    # The duplicate-ACK runs against this direction's data, by their first duplicate ACK
-    # (walked twice as plain rows: a lossy copy has tens of thousands, and a DupRun is made
-    # only for those a finding keeps).
-    def runs() -> Iterator[DupRunRow]:
-        for run in ctx.events.dup_runs(stream):
-            if actions[run[0]] == _DUP_ACK and run[2] not in zw:
-                yield run
+class _Actions:
+    """What the loss analysis does with each label's events, per data direction (see
+    :func:`_action`), extended as the readings number more labels."""
 
-    run_count = sum(1 for _ in runs())
-    # Holes explained by capture drops do not make the capture "downstream" of a loss.
-    # A hole the receiver then acknowledges although the capture never saw its data was
-    # dropped by the capture (the ACK follows within a round trip plus a delayed ACK).
-    ack_wait = int(((rtt or DEFAULT_LONG_RUN_MS) * 2 + 250.0) * 1e6)
-    real_holes = sum(1 for h in hole_times if not _followed(h, unseen_times, ack_wait))
-    # The capture is downstream of the losses when it sees their holes (about one per run).
-    downstream = bool(real_holes) and real_holes >= 0.25 * run_count
+    def __init__(self) -> None:
+        self._by_dir: dict[str, list[int]] = {"c2s": [], "s2c": []}
 
-    recovery_until = -1
-    # The loss episodes' starts and ends, in order of their starts (a lossy copy has tens
-    # of thousands: columns, not a tuple each).
-    ep_starts = array("q")
-    ep_ends = array("q")
-    loss_runs: list[DupRun] = []
-    reorder_runs: list[DupRun] = []
-    loss_run_count = reorder_run_count = 0
-    for _, key, first, first_frame, last, count in runs():
-        i = bisect.bisect_left(resent_times, first - int(1e6))
-        nxt = resent_times[i] if i < len(resent_times) else None
+    def of(self, labels: list[tuple[str, str]]) -> dict[str, list[int]]:
+        for d, acts in self._by_dir.items():
+            # (Every reading numbers the labels alike: by first appearance in the table.)
+            if len(acts) < len(labels):
+                acts.extend(_action(label, d, reverse(d)) for label in labels[len(acts) :])
+        return self._by_dir
+
+
+class _Range:
+    """A connection's events in a range of rows (see
+    :data:`~nastriage.diagnosis.events.Chunk`), as columns: its rows other than duplicate
+    ACKs and its duplicate-ACK runs (see :meth:`EventsByStream.ordered` and
+    :meth:`EventsByStream.dup_runs`)."""
+
+    __slots__ = ("codes", "details", "frames", "in_order", "rto", "run_cols", "times")
+
+    def __init__(self, item: tuple[Any, ...] | None = None) -> None:
+        self.frames, self.times, self.codes, self.rto = (array(t) for t in "qqHd")
+        self.details: list[str | None] = []
+        self.run_cols = [array(t) for t in "Hqqqqq"]
+        self.in_order = True
+        if item is None:
+            return
+        self.frames.frombytes(item[0])
+        self.times.frombytes(item[1])
+        self.codes.frombytes(item[2])
+        self.rto.frombytes(item[8])
+        self.details = item[3]
+        runs = item[7]
+        self.in_order = bool(item[6]) and (runs is None or bool(runs[6]))
+        if runs is not None:
+            for a, data in zip(self.run_cols, runs[:6]):
+                a.frombytes(data)
+
+    @classmethod
+    def held(cls, events: EventsByStream, stream: int) -> _Range:
+        """A held connection's events, all of them, in order."""
+        out = cls()
+        for a, column in zip(
+            (out.frames, out.times, out.codes, out.details, out.rto),
+            zip(*events.ordered(stream)),
+        ):
+            a.extend(column)  # type: ignore[attr-defined]
+        for a, column in zip(out.run_cols, zip(*events.dup_runs(stream))):
+            a.extend(column)
+        return out
+
+    def rows(self) -> Iterator[Row]:
+        return zip(self.frames, self.times, self.codes, self.details, self.rto)
+
+    def runs(self) -> Iterator[DupRunRow]:
+        return zip(*self.run_cols)
+
+
+class _Connection:
+    """One connection in the readings: its two data directions (each made on the first
+    event that concerns it; None when it carried no data), and whether its events came
+    in time order."""
+
+    __slots__ = ("ctx", "dirs", "in_order", "last_row", "runs_at", "stream")
+
+    def __init__(self, ctx: Context, stream: int) -> None:
+        self.ctx = ctx
+        self.stream = stream
+        self.dirs: dict[str, _Direction | None] = {}
+        self.in_order = True
+        #: The (time, frame) of the latest row, and per label the latest run's
+        #: acknowledged frame and first (time, frame).
+        self.last_row: tuple[int, int] | None = None
+        self.runs_at: dict[int, tuple[int, int, int]] = {}
+
+    def still_in_order(self, r: _Range) -> bool:
+        """Whether a range's rows and runs keep what the readings rely on: the rows in
+        (time, frame) order; each label's runs in order of their first, with later and
+        later acknowledged frames (so that a run going on past a range's end is the next
+        range's first of its label, and is joined to it); and no run starting before a
+        row of an earlier range (so that a retransmission is placed once every run
+        starting at or before it is read)."""
+        if not r.in_order:
+            return False
+        before = self.last_row
+        for code, key, first, first_frame, _, _ in r.runs():
+            at = self.runs_at.get(code)
+            if at is not None and (key < at[0] or (first, first_frame) < at[1:]):
+                return False
+            if at is not None and key == at[0]:
+                continue  # (the same run, from the rows before)
+            if before is not None and first < before[0]:
+                return False
+            self.runs_at[code] = (key, first, first_frame)
+        if r.frames:
+            if before is not None and (r.times[0], r.frames[0]) < before:
+                return False
+            self.last_row = (r.times[-1], r.frames[-1])
+        return True
+
+    def first(self, r: _Range, acts: dict[str, list[int]]) -> None:
+        codes: set[int] | None = None
+        for d in ("c2s", "s2c"):
+            a = acts[d]
+            if d not in self.dirs:
+                if codes is None:
+                    codes = {*r.codes}
+                if all(a[c] == _SKIP for c in codes) and all(
+                    a[c] != _DUP_ACK for c in {*r.run_cols[0]}
+                ):
+                    continue
+                info = self.ctx.streams.get(self.stream)
+                carried = info is None or info.payload_dir(d) != 0
+                self.dirs[d] = _Direction(self.ctx, self.stream, d) if carried else None
+            x = self.dirs[d]
+            if x is not None:
+                x.first_rows(r.rows(), a)
+                x.first_runs(r.runs(), a)
+
+    def decide(self) -> bool:
+        """After the first reading: whether any direction is analysed further."""
+        return any([x.decide() for x in self.dirs.values() if x is not None])
+
+    def second(self, r: _Range, acts: dict[str, list[int]]) -> None:
+        for d, x in self.dirs.items():
+            if x is not None and x.selected:
+                x.second(r, acts[d])
+
+    def results(self) -> Iterator[LossAnalysis]:
+        for d in ("c2s", "s2c"):
+            x = self.dirs.get(d)
+            if x is not None and x.selected:
+                yield x.result()
+
+
+class _Direction:
+    """The loss analysis of one connection's data direction, read twice in time order,
+    a range of rows at a time, with nothing kept per event (a lossy copy flags a hundred
+    thousand segments per GiB on its one connection):
+
+    1. the retransmissions' times (8 bytes each: the duplicate-ACK runs look ahead in
+       them), the holes and the capture drops, and how many runs: whether the capture is
+       downstream of the loss;
+    2. the runs, each classified once it is all read, and the loss episodes they make
+       (16 bytes each); and the retransmissions again, each in an episode, a timeout or
+       reordering once every run starting at or before it is classified (they wait for
+       that: the run still being read may start before them).
+
+    Only the retransmissions' times and the episodes grow with the connection; the rest
+    is counts and the first :data:`KEEP` of each list."""
+
+    __slots__ = (
+        "ack_unseen",
+        "ack_unseen_count",
+        "d",
+        "downstream",
+        "ep_at",
+        "ep_ends",
+        "ep_reach",
+        "ep_starts",
+        "episode_resent_frames",
+        "first_episode",
+        "hole_count",
+        "horizon",
+        "info",
+        "last_resent",
+        "last_unseen",
+        "long_ms",
+        "long_ns",
+        "loss_run_count",
+        "loss_runs",
+        "lost",
+        "needless",
+        "pending_holes",
+        "real_holes",
+        "recovery_until",
+        "reorder_run_count",
+        "reorder_runs",
+        "reordered",
+        "resent_frames",
+        "resent_times",
+        "rtt",
+        "run",
+        "run_count",
+        "run_key",
+        "selected",
+        "spurious",
+        "stream",
+        "timeout_count",
+        "timeout_frames",
+        "timeout_min_s",
+        "timeout_spans",
+        "unseen_bytes",
+        "wait_ns",
+        "waiting",
+        "zw",
+    )
+
+    def __init__(self, ctx: Context, stream: int, d: str) -> None:
+        th = ctx.th
+        self.stream, self.d = stream, d
+        self.info = ctx.streams.get(stream)
+        self.rtt = rtt = ctx.path_rtt_ms(stream)
+        self.long_ms = (
+            max(th.reorder_run_min_ms, th.reorder_run_rtt_share * rtt)
+            if rtt is not None
+            else DEFAULT_LONG_RUN_MS
+        )
+        self.long_ns = int(self.long_ms * 1e6)
+        zw = _zero_window_spans(ctx, stream, int(th.timeout_min_s * 1e9))
+        #: Times around zero-window episodes (None without any: most connections).
+        self.zw = zw if zw else None
+        self.timeout_min_s = th.timeout_min_s
+        # A hole the receiver then acknowledges although the capture never saw its data
+        # was dropped by the capture (the ACK follows within a round trip plus a delayed
+        # ACK).
+        self.wait_ns = int(((rtt or DEFAULT_LONG_RUN_MS) * 2 + 250.0) * 1e6)
+        self.selected = False
+        # Both readings: a frame with several flags (a retransmission that is also a
+        # fast one) counts once; its flags are next to each other in time order.
+        self.last_resent: int | None = None
+        # The first reading.
+        self.resent_times = array("q")
+        self.resent_frames: list[int] = []
+        self.spurious = 0
+        self.hole_count = 0
+        self.real_holes = 0
+        #: Holes not yet followed by a capture drop's ACK, within the wait of the latest.
+        self.pending_holes: deque[int] = deque()
+        self.last_unseen: int | None = None
+        self.ack_unseen: list[Event] = []
+        self.ack_unseen_count = 0
+        self.unseen_bytes = 0
+        self.run_key: int | None = None
+        self.run_count = 0
+        self.downstream = False
+        # The second: the runs.
+        #: The run being read ([key, first, first frame, last, count]): it may go on in
+        #: the next range of rows.
+        self.run: list[int] | None = None
+        self.recovery_until = -1
+        self.ep_starts = array("q")
+        self.ep_ends = array("q")
+        self.loss_runs: list[DupRun] = []
+        self.reorder_runs: list[DupRun] = []
+        self.loss_run_count = self.reorder_run_count = 0
+        # The second: the retransmissions.
+        #: (frame, time, rto) of those not yet placed, and the latest row's time (a run
+        #: starting in a later range starts no earlier).
+        self.waiting: deque[tuple[int, int, float]] = deque()
+        self.horizon: int | None = None
+        self.ep_at = 0  # the episodes that start at or before the retransmission
+        self.ep_reach = -1  # the latest end among them
+        self.timeout_count = 0
+        self.timeout_frames: list[int] = []
+        self.timeout_spans: list[tuple[int, int]] = []
+        self.lost = self.reordered = self.needless = self.first_episode = 0
+        self.episode_resent_frames: list[int] = []
+
+    # -- the first reading -----------------------------------------------------------------
+
+    def first_rows(self, rows: Iterable[Row], actions: list[int]) -> None:
+        wait = self.wait_ns
+        pending = self.pending_holes
+        zw = self.zw
+        for frame, time, code, detail, _ in rows:
+            action = actions[code]
+            if action == _SKIP:
+                continue
+            elif action <= _SPURIOUS:
+                self.selected = True
+                if frame != self.last_resent and (zw is None or time not in zw):
+                    self.last_resent = frame
+                    self.resent_times.append(time)
+                    if len(self.resent_frames) < KEEP:
+                        self.resent_frames.append(frame)
+                if action == _SPURIOUS:
+                    self.spurious += 1
+                continue
+            # Holes no capture drop's ACK followed within the wait are real (a later ACK
+            # would come later still).
+            while pending and pending[0] + wait < time:
+                pending.popleft()
+                self.real_holes += 1
+            if action == _HOLE:
+                self.hole_count += 1
+                # (One at this very time, just before, follows it.)
+                if time != self.last_unseen:
+                    pending.append(time)
+            else:  # _UNSEEN: it follows every hole still waiting
+                self.selected = True
+                pending.clear()
+                self.last_unseen = time
+                self.ack_unseen_count += 1
+                if len(self.ack_unseen) < KEEP:
+                    self.ack_unseen.append(
+                        Event(frame, time, reverse(self.d), "ack_lost_segment", detail or "")
+                    )
+                m = _BYTES.search(detail or "")
+                if m:
+                    self.unseen_bytes += int(m.group(1))
+
+    def first_runs(self, runs: Iterable[DupRunRow], actions: list[int]) -> None:
+        zw = self.zw
+        for code, key, first, _, _, _ in runs:
+            if actions[code] != _DUP_ACK:
+                continue
+            self.selected = True
+            if key == self.run_key:
+                continue  # (it goes on from the rows before)
+            self.run_key = key
+            if zw is None or first not in zw:
+                self.run_count += 1
+
+    def decide(self) -> bool:
+        """The first reading is over: whether the capture is downstream of the losses.
+        It is when it sees their holes (about one per run); holes explained by capture
+        drops do not count."""
+        self.real_holes += len(self.pending_holes)
+        self.pending_holes.clear()
+        self.downstream = bool(self.real_holes) and self.real_holes >= 0.25 * self.run_count
+        self.last_resent = None
+        return self.selected
+
+    # -- the second reading ----------------------------------------------------------------
+
+    def second(self, r: _Range, actions: list[int]) -> None:
+        """A range's runs (each classified once all read), then its retransmissions."""
+        for code, key, first, first_frame, last, count in r.runs():
+            if actions[code] != _DUP_ACK:
+                continue
+            run = self.run
+            if run is not None and run[0] == key:
+                run[3] = max(run[3], last)
+                run[4] += count
+                continue
+            if run is not None:
+                self._classify(*run)
+            self.run = [key, first, first_frame, last, count]
+        zw = self.zw
+        waiting = self.waiting
+        for frame, time, code, rto in zip(r.frames, r.times, r.codes, r.rto):
+            if (
+                _SKIP < actions[code] <= _SPURIOUS
+                and frame != self.last_resent
+                and (zw is None or time not in zw)
+            ):
+                self.last_resent = frame
+                waiting.append((frame, time, rto))
+        if r.times:
+            self.horizon = r.times[-1]
+        # The run being read may start at or before the retransmissions of its time or
+        # later, and a run of a later range at this range's last time.
+        limit = self.horizon
+        if self.run is not None and (limit is None or self.run[1] < limit):
+            limit = self.run[1]
+        while waiting and limit is not None and waiting[0][1] < limit:
+            self._place(*waiting.popleft())
+
+    def _classify(self, key: int, first: int, first_frame: int, last: int, count: int) -> None:
+        """One run, all of it read: loss, part of one, or reordering."""
+        if self.zw is not None and first in self.zw:
+            return
+        times = self.resent_times
+        long_ns = self.long_ns
+        i = bisect.bisect_left(times, first - 1_000_000)
+        nxt = times[i] if i < len(times) else None
         fill_delay_ns = None
         retransmitted = nxt is not None and nxt <= last + long_ns
-        if downstream:
+        if self.downstream:
             fill_delay_ns = None if nxt is None else max(0, nxt - first)
-            if first <= recovery_until:
+            if first <= self.recovery_until:
                 kind = "loss-continued"
             elif fill_delay_ns is None:
                 kind = "unknown"
             else:
                 kind = "loss" if fill_delay_ns >= long_ns else "reorder"
-        elif first <= recovery_until:
+        elif first <= self.recovery_until:
             kind = "loss-continued"
         else:
             kind = "loss" if retransmitted else "reorder"
         if kind in ("loss", "loss-continued"):
             end = max(last, (nxt or last) if retransmitted else last)
-            end += int((rtt or long_ms) * 1e6)
-            recovery_until = max(recovery_until, end)
-            if kind == "loss" or not ep_starts:
-                ep_starts.append(first)
-                ep_ends.append(end)
+            end += int((self.rtt or self.long_ms) * 1e6)
+            self.recovery_until = max(self.recovery_until, end)
+            if kind == "loss" or not self.ep_starts:
+                self.ep_starts.append(first)
+                self.ep_ends.append(end)
             else:
-                ep_ends[-1] = max(ep_ends[-1], end)
+                self.ep_ends[-1] = max(self.ep_ends[-1], end)
         kept = None
         if kind == "loss":
-            loss_run_count += 1
-            kept = loss_runs if len(loss_runs) < KEEP else None
+            self.loss_run_count += 1
+            kept = self.loss_runs if len(self.loss_runs) < KEEP else None
         elif kind == "reorder":
-            reorder_run_count += 1
-            kept = reorder_runs if len(reorder_runs) < KEEP else None
+            self.reorder_run_count += 1
+            kept = self.reorder_runs if len(self.reorder_runs) < KEEP else None
         if kept is not None:
             run = DupRun(key, first, first_frame)
             run.last, run.count = last, count
             run.fill_delay_ns, run.retransmitted, run.kind = fill_delay_ns, retransmitted, kind
             kept.append(run)
 
-    in_episodes = Spans.by_start(ep_starts, ep_ends)
-    timeout_count = 0
-    timeout_frames: list[int] = []
-    timeout_spans: list[tuple[int, int]] = []
-    lost = reordered = needless = 0
-    episode_resent_frames: list[int] = []
-    first_episode = 0
-    for frame, time, rto in zip(resent_frames, resent_times, resent_rto):
-        in_episode = time in in_episodes
-        if not in_episode and rto >= th.timeout_min_s:  # (NaN: no rto given)
-            timeout_count += 1
-            if len(timeout_frames) < KEEP:
-                timeout_frames.append(frame)
-            timeout_spans.append((time - int(rto * 1e9), time))
-            lost += 1
+    def _place(self, frame: int, time: int, rto: float) -> None:
+        """One retransmission, every run starting at or before it classified: in a loss
+        episode, a timeout, or reordering."""
+        starts, ends = self.ep_starts, self.ep_ends
+        # The episodes are in order of their starts, and so are the retransmissions.
+        n = len(starts)
+        while self.ep_at < n and starts[self.ep_at] <= time:
+            self.ep_reach = max(self.ep_reach, ends[self.ep_at])
+            self.ep_at += 1
+        if self.ep_at:
+            # (The last episode grows while the runs that go on with it are read.)
+            self.ep_reach = max(self.ep_reach, ends[self.ep_at - 1])
+        in_episode = self.ep_at > 0 and self.ep_reach >= time
+        if not in_episode and rto >= self.timeout_min_s:  # (NaN: no rto given)
+            self.timeout_count += 1
+            if len(self.timeout_frames) < KEEP:
+                self.timeout_frames.append(frame)
+            self.timeout_spans.append((time - int(rto * 1e9), time))
+            self.lost += 1
         elif in_episode:
-            lost += 1
-            if len(episode_resent_frames) < KEEP:
-                episode_resent_frames.append(frame)
+            self.lost += 1
+            if len(self.episode_resent_frames) < KEEP:
+                self.episode_resent_frames.append(frame)
         else:
-            reordered += 1
-            if not downstream:
-                needless += 1
-        if ep_starts and ep_starts[0] <= time <= ep_ends[0]:
-            first_episode += 1
-    # (Both in order of their starts, merged without a list of every episode.)
-    recovery = union_sorted_ns(heapq.merge(zip(ep_starts, ep_ends), sorted(timeout_spans)))
-    segments = (info.frames_c2s if d == "c2s" else info.frames_s2c) if info else 0
-    return LossAnalysis(
-        stream=stream,
-        direction=d,
-        rtt_ms=rtt,
-        long_run_ms=long_ms,
-        downstream=downstream,
-        loss_runs=loss_runs,
-        loss_run_count=loss_run_count,
-        reorder_runs=reorder_runs,
-        reorder_run_count=reorder_run_count,
-        resent_count=len(resent_frames),
-        resent_frames=list(resent_frames[:KEEP]),
-        episode_resent_frames=episode_resent_frames,
-        last_resent_time=resent_times[-1] if resent_times else None,
-        timeout_count=timeout_count,
-        timeout_frames=timeout_frames,
-        hole_count=len(hole_times),
-        ack_unseen=ack_unseen,
-        ack_unseen_count=ack_unseen_count,
-        unseen_bytes=unseen_bytes,
-        spurious=spurious,
-        dsack_blocks=int(tcp.get("dsack_blocks") or 0) if tcp else 0,
-        data_segments=max(segments, len(resent_frames)),
-        lost_segments=lost,
-        reordered_segments=reordered,
-        needless_retransmissions=needless,
-        recovery_ns=recovery,
-        episodes=list(zip(ep_starts[:KEEP], ep_ends[:KEEP])),
-        episode_count=len(ep_starts),
-        first_episode_segments=first_episode,
-    )
+            self.reordered += 1
+            if not self.downstream:
+                self.needless += 1
+        if n and starts[0] <= time <= ends[0]:
+            self.first_episode += 1
+
+    def result(self) -> LossAnalysis:
+        """The second reading is over: the last run, the retransmissions after it."""
+        if self.run is not None:
+            self._classify(*self.run)
+            self.run = None
+        while self.waiting:
+            self._place(*self.waiting.popleft())
+        info, d = self.info, self.d
+        tcp = info.tcp if info else {}
+        starts, ends = self.ep_starts, self.ep_ends
+        # (Both in order of their starts, merged without a list of every episode.)
+        recovery = union_sorted_ns(heapq.merge(zip(starts, ends), sorted(self.timeout_spans)))
+        segments = (info.frames_c2s if d == "c2s" else info.frames_s2c) if info else 0
+        resent = len(self.resent_times)
+        return LossAnalysis(
+            stream=self.stream,
+            direction=d,
+            rtt_ms=self.rtt,
+            long_run_ms=self.long_ms,
+            downstream=self.downstream,
+            loss_runs=self.loss_runs,
+            loss_run_count=self.loss_run_count,
+            reorder_runs=self.reorder_runs,
+            reorder_run_count=self.reorder_run_count,
+            resent_count=resent,
+            resent_frames=self.resent_frames,
+            episode_resent_frames=self.episode_resent_frames,
+            last_resent_time=self.resent_times[-1] if resent else None,
+            timeout_count=self.timeout_count,
+            timeout_frames=self.timeout_frames,
+            hole_count=self.hole_count,
+            ack_unseen=self.ack_unseen,
+            ack_unseen_count=self.ack_unseen_count,
+            unseen_bytes=self.unseen_bytes,
+            spurious=self.spurious,
+            dsack_blocks=int(tcp.get("dsack_blocks") or 0) if tcp else 0,
+            data_segments=max(segments, resent),
+            lost_segments=self.lost,
+            reordered_segments=self.reordered,
+            needless_retransmissions=self.needless,
+            recovery_ns=recovery,
+            episodes=list(zip(starts[:KEEP], ends[:KEEP])),
+            episode_count=len(starts),
+            first_episode_segments=self.first_episode,
+        )
 
 
-#: What :func:`analyse_stream` does with an event, by its label (see :func:`_action`).
+#: What :class:`_Direction` does with an event, by its label (see :func:`_action`).
 _SKIP, _RESENT, _SPURIOUS, _HOLE, _DUP_ACK, _UNSEEN = range(6)
 
 
@@ -394,9 +733,3 @@ def _action(label: tuple[str, str], d: str, rd: str) -> int:
         if kind == "ack_lost_segment":
             return _UNSEEN
     return _SKIP
-
-
-def _followed(t: int, times: Sequence[int], window_ns: int) -> bool:
-    """Whether a time in the sorted ``times`` lies in [t, t + window_ns]."""
-    i = bisect.bisect_left(times, t)
-    return i < len(times) and times[i] <= t + window_ns

@@ -1,0 +1,273 @@
+"""The loss analysis streams (``nastriage.diagnosis.retrans``: two readings of the events
+a range of rows at a time, nothing kept per event). It must say exactly what the analysis
+over each connection's whole list said (``loss_oracle``): on every reference capture, with
+ranges so short that runs go on from one to the next, from the engine and from a table,
+with a clock step (a connection then held whole), and on random flags made to hit the
+edges (equal times, a run's first at a retransmission's time, zero windows, capture
+drops, several flags on one frame)."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from helpers import bench_capture, step_clock_back
+from loss_oracle import analyse_stream
+from oracle import SHARED, readable_captures
+from test_diagnosis_rules import MS, T0, FakeCapture, conversations, events, tcp_connections
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = sorted(str(p) for p in (ROOT / "examples").glob("*.pcap*"))
+CAPTURES = [str(SHARED / n) for n in readable_captures()] if SHARED.exists() else []
+
+
+def _plain(la: Any) -> dict[str, Any]:
+    """A LossAnalysis as comparable values (its kept runs by their fields)."""
+    out = dict(vars(la))
+    for name in ("loss_runs", "reorder_runs"):
+        out[name] = [tuple(getattr(r, a) for a in r.__slots__) for r in out[name]]
+    return out
+
+
+def _whole(ctx: Any) -> dict[tuple[int, str], dict[str, Any]]:
+    """The analysis over each connection's whole list, as it chose connections."""
+    from nastriage.diagnosis.context import reverse
+    from nastriage.diagnosis.retrans import RESENT_KINDS
+
+    out = {}
+    for stream in ctx.events:
+        info = ctx.streams.get(stream)
+        flagged = ctx.events.kinds(stream)
+        for d in ("c2s", "s2c"):
+            if info is not None and info.payload_dir(d) == 0:
+                continue
+            if not any((d, k) in flagged for k in RESENT_KINDS) and not any(
+                (reverse(d), k) in flagged for k in ("duplicate_ack", "ack_lost_segment")
+            ):
+                continue
+            out[(stream, d)] = _plain(analyse_stream(ctx, stream, d))
+    return out
+
+
+def _streamed(capture: Any, rows: int | None = None) -> dict[tuple[int, str], dict[str, Any]]:
+    from nastriage.diagnosis.context import Context
+    from nastriage.diagnosis.retrans import analyse
+
+    ctx = Context(capture)
+    if rows is not None:
+        ctx.event_rows = rows
+    return {k: _plain(v) for k, v in analyse(ctx).items()}
+
+
+class _TableOnly:
+    """A capture whose events are read from its table (as when read back from a file),
+    not regrouped by the engine."""
+
+    def __init__(self, capture: Any) -> None:
+        self._capture = capture
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "tcp_events_by_stream":
+            raise AttributeError(name)
+        return getattr(self._capture, name)
+
+
+def _check(capture: Any, rows: tuple[int, ...]) -> int:
+    from nastriage.diagnosis.context import Context
+
+    want = _whole(Context(capture))
+    assert _streamed(capture) == want
+    if want:
+        for n in rows:
+            assert _streamed(capture, n) == want, n
+            assert _streamed(_TableOnly(capture), n) == want, ("table", n)
+    return len(want)
+
+
+@pytest.mark.usefixtures("engine")
+@pytest.mark.parametrize("path", CAPTURES + EXAMPLES, ids=lambda p: Path(p).name)
+def test_streaming_equals_the_whole_lists(path: str) -> None:
+    from nastriage.capture import Capture
+
+    _check(Capture.analyze(path), (1, 7))
+
+
+@pytest.mark.usefixtures("engine")
+def test_streaming_on_a_lossy_benchmark_capture(tmp_path: Path) -> None:
+    """Thousands of runs and retransmissions, ranges cut anywhere among them."""
+    from nastriage.capture import Capture
+
+    capture = Capture.analyze(str(bench_capture(tmp_path, size="8M", seed=3)))
+    assert _check(capture, (5, 64, 999)) > 2
+
+
+@pytest.mark.usefixtures("engine")
+def test_a_connection_out_of_time_order_is_held_whole(tmp_path: Path) -> None:
+    """A clock step puts a lossy connection's flags out of time order: that connection
+    is read sorted, whole, and the result is the same; the others still stream."""
+    from nastriage.capture import Capture
+    from nastriage.diagnosis.context import Context
+    from nastriage.diagnosis.events import EventsByStream
+    from nastriage.diagnosis.retrans import _analyse
+
+    src = bench_capture(tmp_path, size="8M", seed=3)
+    before = EventsByStream(Capture.analyze(str(src)).plain_table("tcp_events"))
+    most = max(before._streams.values(), key=lambda c: len(c.frames))
+    stepped = tmp_path / "stepped.pcap"
+    step_clock_back(src, stepped, 5, most.frames[len(most.frames) // 2])
+    capture = Capture.analyze(str(stepped))
+    ctx = Context(capture)
+    assert any(not s.in_order for s in ctx.events._streams.values())
+    held: list[int] = []
+    real = EventsByStream.from_grouped
+
+    def spy(chunks: Any, reread: Any = None, only: Any = None) -> EventsByStream:
+        held.extend(only or ())
+        return real(chunks, reread, only)
+
+    EventsByStream.from_grouped = spy  # type: ignore[method-assign]
+    try:
+        _analyse(Context(capture))
+    finally:
+        EventsByStream.from_grouped = real  # type: ignore[method-assign]
+    assert held and len(held) < len(ctx.events)
+    assert _check(capture, (5, 64)) > 2
+
+
+# -- random flags ------------------------------------------------------------------------
+
+
+def _random_flags(rng: random.Random, disorder: bool) -> list[tuple[int, int, str, str, str]]:
+    """One connection's flags, data c2s: runs of duplicate ACKs (later and later ACKs),
+    retransmissions of every kind (some with several flags on one frame, some with an
+    rto), holes, capture drops, zero windows; times on a coarse grid so that many are
+    equal."""
+    out: list[tuple[int, int, str, str, str]] = []
+    frame, t, acked = 1, T0, 0
+    for _ in range(rng.randrange(1, 120)):
+        frame += rng.randrange(1, 4)
+        t += rng.choice((0, 0, 1, 2, 5, 40, 300)) * MS // 4
+        r = rng.random()
+        if r < 0.3:
+            acked = frame if rng.random() < 0.5 else acked or frame
+            for n in range(rng.randrange(1, 6)):
+                out.append((frame, t, "s2c", "duplicate_ack", f"dup_ack={n + 1} of frame {acked}"))
+                frame += 1
+                t += rng.choice((0, 1, 3)) * MS // 4
+        elif r < 0.6:
+            kind = rng.choice(
+                (
+                    "retransmission",
+                    "fast_retransmission",
+                    "spurious_retransmission",
+                    "out_of_order",
+                )
+            )
+            rto = rng.choice(("", f"rto={rng.choice((0.05, 0.3, 1.5)):.6f}s since frame 1"))
+            out.append((frame, t, "c2s", kind, rto))
+            if rng.random() < 0.3:
+                out.append((frame, t, "c2s", "fast_retransmission", ""))
+        elif r < 0.75:
+            out.append((frame, t, "c2s", "lost_segment", ""))
+        elif r < 0.85:
+            out.append(
+                (frame, t, "s2c", "ack_lost_segment", f"unseen={rng.randrange(1, 9000)} bytes")
+            )
+        elif r < 0.9:
+            out.append((frame, t, "s2c", "zero_window", ""))
+            frame += 1
+            t += rng.randrange(1, 2000) * MS // 4
+            out.append((frame, t, "s2c", "window_update", ""))
+        else:
+            out.append((frame, t, "c2s", "window_update", ""))
+    if disorder and len(out) > 2:
+        i = rng.randrange(len(out))
+        f, tm, *rest = out[i]
+        out[i] = (f, tm - rng.randrange(1, 500) * MS, *rest)  # type: ignore[assignment]
+        if rng.random() < 0.5:
+            # An earlier ACK repeated after a later one (not what the engine writes).
+            j = rng.randrange(len(out))
+            f, tm, _d, _, _ = out[j]
+            out[j] = (f, tm, "s2c", "duplicate_ack", "dup_ack=1 of frame 0")
+    return out
+
+
+def _fake(rng: random.Random, flags: list[tuple[int, int, str, str, str]]) -> Any:
+    rtt = rng.choice((None, 0.2, 1.0, 40.0))
+    tables = {
+        "conversations": conversations(
+            {"payload_bytes_c2s": 30_000_000, "end": T0 + 60_000 * MS, "frames_c2s": 5000}
+        ),
+        "tcp_events": events(flags),
+    }
+    if rtt is not None:
+        tables["tcp_connections"] = tcp_connections(rtt_handshake_ms=rtt)
+    return FakeCapture(tables)
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_streaming_equals_the_whole_lists_on_random_flags(seed: int) -> None:
+    rng = random.Random(seed)
+    flags = _random_flags(rng, disorder=seed % 5 == 4)
+    capture = _fake(rng, flags)
+    from nastriage.diagnosis.context import Context
+
+    want = _whole(Context(capture))
+    for rows in (1, 2, 3, 7, 16384):
+        assert _streamed(capture, rows) == want, rows
+
+
+def test_random_flags_reach_the_edges() -> None:
+    """The random flags above do make what the streaming must get right: every kind of
+    run, timeouts, capture drops, several ranges per run, connections held whole."""
+    from nastriage.diagnosis.context import Context
+    from nastriage.diagnosis.retrans import _Connection, analyse
+
+    seen: dict[str, int] = {}
+    held = 0
+    for seed in range(300):
+        rng = random.Random(seed)
+        capture = _fake(rng, _random_flags(rng, disorder=seed % 5 == 4))
+        ctx = Context(capture)
+        ctx.event_rows = 3
+        for la in analyse(ctx).values():
+            for name in ("loss_run_count", "reorder_run_count", "timeout_count", "unseen_bytes"):
+                seen[name] = seen.get(name, 0) + bool(getattr(la, name))
+            seen["downstream"] = seen.get("downstream", 0) + la.downstream
+            seen["upstream"] = seen.get("upstream", 0) + (not la.downstream)
+            seen["in_episode"] = seen.get("in_episode", 0) + bool(la.episode_resent_frames)
+        c = _Connection(ctx, 0)
+        for _labels, chunk in ctx.event_chunks("rows+runs"):
+            from nastriage.diagnosis.retrans import _Range
+
+            if 0 in chunk and c.in_order:
+                c.in_order = c.still_in_order(_Range(chunk[0]))
+        held += not c.in_order
+    assert all(
+        seen.get(k, 0) >= 10
+        for k in (
+            "loss_run_count",
+            "reorder_run_count",
+            "timeout_count",
+            "unseen_bytes",
+            "downstream",
+            "upstream",
+            "in_episode",
+        )
+    ), seen
+    assert held >= 20, held
+
+
+def test_a_table_with_no_events() -> None:
+    from nastriage.diagnosis.context import Context
+    from nastriage.diagnosis.retrans import analyse
+
+    empty = events([])
+    capture = FakeCapture({"conversations": conversations({}), "tcp_events": empty})
+    assert analyse(Context(capture)) == {}
+    assert analyse(Context(FakeCapture({"conversations": conversations({})}))) == {}
+    assert isinstance(empty, pa.Table)
