@@ -152,7 +152,7 @@ def analyse_stream(ctx: Context, stream: int, d: str) -> LossAnalysis:
             run.fill_delay_ns, run.retransmitted, run.kind = fill_delay_ns, retransmitted, kind
             kept.append(run)
 
-    in_episodes = Spans.by_start(ep_starts, ep_ends)
+    in_episodes = Spans(zip(ep_starts, ep_ends))
     timeout_count = 0
     timeout_frames: list[int] = []
     timeout_spans: list[tuple[int, int]] = []

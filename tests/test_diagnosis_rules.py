@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-from array import array
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -631,7 +630,7 @@ def test_every_finding_id_is_documented_and_in_the_schema() -> None:
 
 
 def test_span_index_agrees_with_a_scan_of_every_span() -> None:
-    """The loss analysis asks "is this time inside any of these spans" with an index
+    """The loss analysis asks "is this time around a zero-window episode" with an index
     (overlapping, nested, touching and empty spans; times on the edges)."""
     import random
 
@@ -644,16 +643,10 @@ def test_span_index_agrees_with_a_scan_of_every_span() -> None:
             start = rng.randrange(-50, 200)
             spans.append((start, start + rng.randrange(0, 60)))
         index = Spans(spans)
-        # The same spans already in order of their starts, equal starts in any order (as
-        # the loss episodes come).
-        rng.shuffle(spans)
-        spans.sort(key=lambda sp: sp[0])
-        by_start = Spans.by_start(
-            array("q", (s for s, _ in spans)), array("q", (e for _, e in spans))
-        )
         for t in range(-60, 270):
             inside = any(s <= t <= e for s, e in spans)
-            assert (t in index) == inside and (t in by_start) == inside, (t, spans)
+            assert (t in index) == inside, (t, spans)
+        assert bool(index) == bool(spans)
 
 
 def test_union_of_spans_in_order_of_starts() -> None:

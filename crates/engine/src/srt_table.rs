@@ -358,7 +358,10 @@ impl SrtBuilder {
         let mut errors = UInt64Builder::with_capacity(n);
         let mut f64s: Vec<Float64Builder> =
             (0..9).map(|_| Float64Builder::with_capacity(n)).collect();
-        let mut hist = ListBuilder::new(UInt64Builder::new());
+        // (Sized exactly: a capture of many files has thousands of groups, and the
+        // table is kept as long as the analysis.)
+        let mut hist =
+            ListBuilder::with_capacity(UInt64Builder::with_capacity(n * HIST_BUCKETS), n);
         let mut srt: Vec<i64> = Vec::new();
         for ((b, p, v, o, c, k), g) in groups {
             srt.clear();

@@ -136,8 +136,9 @@ impl PyAnalysis {
         labels: Vec<(String, String)>,
         part: &str,
     ) -> PyResult<Bound<'py, PyTuple>> {
-        let part = events::Part::parse(part)
-            .ok_or_else(|| PyValueError::new_err(format!("no part of the events named {part:?}")))?;
+        let part = events::Part::parse(part).ok_or_else(|| {
+            PyValueError::new_err(format!("no part of the events named {part:?}"))
+        })?;
         events::by_stream(py, &self.inner, start, stop, labels, part)
     }
 }

@@ -44,6 +44,7 @@ from typing import Any
 
 from nastriage.diagnosis.context import Context, Event, reverse
 from nastriage.diagnosis.events import DupRunRow, EventsByStream, Row
+from nastriage.diagnosis.spilled import Column, Reader, Spill
 from nastriage.diagnosis.timeline import union_sorted_ns
 
 __all__ = ["KEEP", "DupRun", "LossAnalysis", "Spans", "analyse"]
@@ -157,7 +158,8 @@ def _zero_window_spans(ctx: Context, stream: int, margin_ns: int) -> Spans:
 
 class Spans:
     """Closed time spans, possibly overlapping, asked whether a time lies in any of them
-    in O(log n) (a lossy connection has thousands of episodes and of retransmissions)."""
+    in O(log n) (the zero-window episodes of a connection, asked at every retransmission
+    and run)."""
 
     __slots__ = ("_reach", "_starts")
 
@@ -166,15 +168,6 @@ class Spans:
         self._starts = array("q", (s for s, _ in ordered))
         # The latest end among the spans that start at or before each one.
         self._reach = array("q", itertools.accumulate((e for _, e in ordered), max))
-
-    @classmethod
-    def by_start(cls, starts: array[int], ends: array[int]) -> Spans:
-        """The spans ``starts[i]``..``ends[i]``, already in order of their starts (the
-        order of equal starts does not matter: the reach past them is their latest end)."""
-        out = cls(())
-        out._starts = array("q", starts)
-        out._reach = array("q", itertools.accumulate(ends, max))
-        return out
 
     def __contains__(self, t: int) -> bool:
         i = bisect.bisect_right(self._starts, t)
@@ -188,6 +181,14 @@ def _analyse(ctx: Context) -> dict[tuple[int, str], LossAnalysis]:
     """Two readings of the events (see :class:`_Direction`), over every connection at
     once: the engine regroups a range of the table's rows at a time, and nothing is kept
     per event."""
+    spill = Spill()
+    try:
+        return _read(ctx, spill)
+    finally:
+        spill.close()
+
+
+def _read(ctx: Context, spill: Spill) -> dict[tuple[int, str], LossAnalysis]:
     streams: dict[int, _Connection] = {}
     actions = _Actions()
     for labels, chunk in ctx.event_chunks("rows+runs"):
@@ -195,7 +196,7 @@ def _analyse(ctx: Context) -> dict[tuple[int, str], LossAnalysis]:
         for stream, item in chunk.items():
             c = streams.get(stream)
             if c is None:
-                c = streams[stream] = _Connection(ctx, stream)
+                c = streams[stream] = _Connection(ctx, stream, spill)
             r = _Range(item)
             if c.in_order:
                 c.in_order = c.still_in_order(r)
@@ -212,7 +213,7 @@ def _analyse(ctx: Context) -> dict[tuple[int, str], LossAnalysis]:
     )
     held_acts = actions.of(held.labels)
     for stream in disordered:
-        c = streams[stream] = _Connection(ctx, stream)
+        c = streams[stream] = _Connection(ctx, stream, spill)
         c.first(_Range.held(held, stream), held_acts)
     # (Every connection decides, the held ones too.)
     live = {s: c for s, c in streams.items() if c.decide()}
@@ -295,11 +296,12 @@ class _Connection:
     event that concerns it; None when it carried no data), and whether its events came
     in time order."""
 
-    __slots__ = ("ctx", "dirs", "in_order", "last_row", "runs_at", "stream")
+    __slots__ = ("ctx", "dirs", "in_order", "last_row", "runs_at", "spill", "stream")
 
-    def __init__(self, ctx: Context, stream: int) -> None:
+    def __init__(self, ctx: Context, stream: int, spill: Spill) -> None:
         self.ctx = ctx
         self.stream = stream
+        self.spill = spill
         self.dirs: dict[str, _Direction | None] = {}
         self.in_order = True
         #: The (time, frame) of the latest row, and per label the latest run's
@@ -345,7 +347,7 @@ class _Connection:
                     continue
                 info = self.ctx.streams.get(self.stream)
                 carried = info is None or info.payload_dir(d) != 0
-                self.dirs[d] = _Direction(self.ctx, self.stream, d) if carried else None
+                self.dirs[d] = _Direction(self.ctx, self.stream, d, self.spill) if carried else None
             x = self.dirs[d]
             if x is not None:
                 x.first_rows(r.rows(), a)
@@ -386,18 +388,22 @@ class _Direction:
     __slots__ = (
         "ack_unseen",
         "ack_unseen_count",
+        "answers",
         "d",
         "downstream",
         "ep_at",
         "ep_ends",
         "ep_reach",
+        "ep_readers",
         "ep_starts",
         "episode_resent_frames",
+        "episodes",
         "first_episode",
         "hole_count",
         "horizon",
         "info",
         "last_resent",
+        "last_resent_time",
         "last_unseen",
         "long_ms",
         "long_ns",
@@ -421,16 +427,17 @@ class _Direction:
         "spurious",
         "stream",
         "timeout_count",
+        "timeout_ends",
         "timeout_frames",
         "timeout_min_s",
-        "timeout_spans",
+        "timeout_starts",
         "unseen_bytes",
         "wait_ns",
         "waiting",
         "zw",
     )
 
-    def __init__(self, ctx: Context, stream: int, d: str) -> None:
+    def __init__(self, ctx: Context, stream: int, d: str, spill: Spill) -> None:
         th = ctx.th
         self.stream, self.d = stream, d
         self.info = ctx.streams.get(stream)
@@ -454,7 +461,8 @@ class _Direction:
         # fast one) counts once; its flags are next to each other in time order.
         self.last_resent: int | None = None
         # The first reading.
-        self.resent_times = array("q")
+        self.resent_times = Column(spill)
+        self.last_resent_time: int | None = None
         self.resent_frames: list[int] = []
         self.spurious = 0
         self.hole_count = 0
@@ -473,8 +481,12 @@ class _Direction:
         #: the next range of rows.
         self.run: list[int] | None = None
         self.recovery_until = -1
-        self.ep_starts = array("q")
-        self.ep_ends = array("q")
+        #: The next retransmission a run may be answered by (runs come in order).
+        self.answers: Reader | None = None
+        self.ep_starts = Column(spill)
+        self.ep_ends = Column(spill)
+        #: The first KEEP episodes ([start, end]: the last one's end still grows).
+        self.episodes: list[list[int]] = []
         self.loss_runs: list[DupRun] = []
         self.reorder_runs: list[DupRun] = []
         self.loss_run_count = self.reorder_run_count = 0
@@ -483,11 +495,16 @@ class _Direction:
         #: starting in a later range starts no earlier).
         self.waiting: deque[tuple[int, int, float]] = deque()
         self.horizon: int | None = None
-        self.ep_at = 0  # the episodes that start at or before the retransmission
-        self.ep_reach = -1  # the latest end among them
+        #: The episodes that start at or before the retransmission (read in order),
+        #: how many, and the latest end among them.
+        self.ep_readers: tuple[Reader, Reader] | None = None
+        self.ep_at = 0
+        self.ep_reach = -1
+        #: The timeouts' spans (a few per thousand retransmissions).
+        self.timeout_starts = array("q")
+        self.timeout_ends = array("q")
         self.timeout_count = 0
         self.timeout_frames: list[int] = []
-        self.timeout_spans: list[tuple[int, int]] = []
         self.lost = self.reordered = self.needless = self.first_episode = 0
         self.episode_resent_frames: list[int] = []
 
@@ -497,6 +514,7 @@ class _Direction:
         wait = self.wait_ns
         pending = self.pending_holes
         zw = self.zw
+        times = array("q")  # (the retransmissions' times, added to the column at once)
         for frame, time, code, detail, _ in rows:
             action = actions[code]
             if action == _SKIP:
@@ -505,7 +523,8 @@ class _Direction:
                 self.selected = True
                 if frame != self.last_resent and (zw is None or time not in zw):
                     self.last_resent = frame
-                    self.resent_times.append(time)
+                    times.append(time)
+                    self.last_resent_time = time
                     if len(self.resent_frames) < KEEP:
                         self.resent_frames.append(frame)
                 if action == _SPURIOUS:
@@ -533,6 +552,7 @@ class _Direction:
                 m = _BYTES.search(detail or "")
                 if m:
                     self.unseen_bytes += int(m.group(1))
+        self.resent_times.extend(times)
 
     def first_runs(self, runs: Iterable[DupRunRow], actions: list[int]) -> None:
         zw = self.zw
@@ -595,10 +615,11 @@ class _Direction:
         """One run, all of it read: loss, part of one, or reordering."""
         if self.zw is not None and first in self.zw:
             return
-        times = self.resent_times
         long_ns = self.long_ns
-        i = bisect.bisect_left(times, first - 1_000_000)
-        nxt = times[i] if i < len(times) else None
+        if self.answers is None:
+            self.answers = self.resent_times.reader()
+        # (The runs come in order of their first.)
+        nxt = self.answers.first_at_least(first - 1_000_000)
         fill_delay_ns = None
         retransmitted = nxt is not None and nxt <= last + long_ns
         if self.downstream:
@@ -617,11 +638,19 @@ class _Direction:
             end = max(last, (nxt or last) if retransmitted else last)
             end += int((self.rtt or self.long_ms) * 1e6)
             self.recovery_until = max(self.recovery_until, end)
-            if kind == "loss" or not self.ep_starts:
+            ends = self.ep_ends
+            if kind == "loss" or not ends.n:
                 self.ep_starts.append(first)
-                self.ep_ends.append(end)
+                ends.append(end)
+                if len(self.episodes) < KEEP:
+                    self.episodes.append([first, end])
             else:
-                self.ep_ends[-1] = max(self.ep_ends[-1], end)
+                ends.last = max(ends.last, end)
+                if ends.n <= KEEP:
+                    self.episodes[-1][1] = ends.last
+                if self.ep_at == ends.n:
+                    # (A retransmission was placed after it: later ones see its end.)
+                    self.ep_reach = max(self.ep_reach, ends.last)
         kept = None
         if kind == "loss":
             self.loss_run_count += 1
@@ -638,21 +667,21 @@ class _Direction:
     def _place(self, frame: int, time: int, rto: float) -> None:
         """One retransmission, every run starting at or before it classified: in a loss
         episode, a timeout, or reordering."""
-        starts, ends = self.ep_starts, self.ep_ends
+        if self.ep_readers is None:
+            self.ep_readers = (self.ep_starts.reader(), self.ep_ends.reader())
+        starts, ends = self.ep_readers
         # The episodes are in order of their starts, and so are the retransmissions.
-        n = len(starts)
-        while self.ep_at < n and starts[self.ep_at] <= time:
-            self.ep_reach = max(self.ep_reach, ends[self.ep_at])
-            self.ep_at += 1
-        if self.ep_at:
-            # (The last episode grows while the runs that go on with it are read.)
-            self.ep_reach = max(self.ep_reach, ends[self.ep_at - 1])
+        k = starts.count_at_most(time)
+        if k:
+            self.ep_reach = ends.max_of_next(k, self.ep_reach)
+            self.ep_at += k
         in_episode = self.ep_at > 0 and self.ep_reach >= time
         if not in_episode and rto >= self.timeout_min_s:  # (NaN: no rto given)
             self.timeout_count += 1
             if len(self.timeout_frames) < KEEP:
                 self.timeout_frames.append(frame)
-            self.timeout_spans.append((time - int(rto * 1e9), time))
+            self.timeout_starts.append(time - int(rto * 1e9))
+            self.timeout_ends.append(time)
             self.lost += 1
         elif in_episode:
             self.lost += 1
@@ -662,7 +691,7 @@ class _Direction:
             self.reordered += 1
             if not self.downstream:
                 self.needless += 1
-        if n and starts[0] <= time <= ends[0]:
+        if self.episodes and self.episodes[0][0] <= time <= self.episodes[0][1]:
             self.first_episode += 1
 
     def result(self) -> LossAnalysis:
@@ -674,9 +703,9 @@ class _Direction:
             self._place(*self.waiting.popleft())
         info, d = self.info, self.d
         tcp = info.tcp if info else {}
-        starts, ends = self.ep_starts, self.ep_ends
         # (Both in order of their starts, merged without a list of every episode.)
-        recovery = union_sorted_ns(heapq.merge(zip(starts, ends), sorted(self.timeout_spans)))
+        timeouts = sorted(zip(self.timeout_starts, self.timeout_ends))
+        recovery = union_sorted_ns(heapq.merge(zip(self.ep_starts, self.ep_ends), timeouts))
         segments = (info.frames_c2s if d == "c2s" else info.frames_s2c) if info else 0
         resent = len(self.resent_times)
         return LossAnalysis(
@@ -692,7 +721,7 @@ class _Direction:
             resent_count=resent,
             resent_frames=self.resent_frames,
             episode_resent_frames=self.episode_resent_frames,
-            last_resent_time=self.resent_times[-1] if resent else None,
+            last_resent_time=self.last_resent_time,
             timeout_count=self.timeout_count,
             timeout_frames=self.timeout_frames,
             hole_count=self.hole_count,
@@ -706,8 +735,8 @@ class _Direction:
             reordered_segments=self.reordered,
             needless_retransmissions=self.needless,
             recovery_ns=recovery,
-            episodes=list(zip(starts[:KEEP], ends[:KEEP])),
-            episode_count=len(starts),
+            episodes=[(start, end) for start, end in self.episodes],
+            episode_count=len(self.ep_starts),
             first_episode_segments=self.first_episode,
         )
 
