@@ -130,3 +130,32 @@ def step_clock_back(src: Path, dst: Path, seconds: int, first: int) -> None:
         sec = struct.unpack_from("<I", out, at)[0]
         struct.pack_into("<I", out, at, sec - seconds)
     dst.write_bytes(bytes(out))
+
+
+def stepped_bench_capture(directory: Path) -> tuple[Path, Path]:
+    """A generated capture (8 MB, seed 3) and a copy of it whose clock steps 5 s back
+    amid the flags of the connection with the most."""
+    from nastriage.capture import Capture
+    from nastriage.diagnosis.events import EventsByStream
+
+    src = bench_capture(directory, size="8M", seed=3)
+    events = EventsByStream(Capture.analyze(str(src)).plain_table("tcp_events"))
+    most = max(events._streams.values(), key=lambda c: len(c.frames))
+    stepped = directory / "stepped.pcap"
+    step_clock_back(src, stepped, 5, most.frames[len(most.frames) // 2])
+    return src, stepped
+
+
+class Without:
+    """A capture without some of its attributes (``plain_table``: tables read through
+    pyarrow; ``tcp_events_by_stream``: events read from their table, as when read back
+    from a file), the rest its own."""
+
+    def __init__(self, capture: Any, *names: str) -> None:
+        self._capture = capture
+        self._without = frozenset(names)
+
+    def __getattr__(self, name: str) -> Any:
+        if name in self._without:
+            raise AttributeError(name)
+        return getattr(self._capture, name)

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from helpers import bench_capture, step_clock_back
+from helpers import bench_capture, stepped_bench_capture
 from oracle import SHARED, readable_captures
 
 pytestmark = pytest.mark.usefixtures("engine")
@@ -243,12 +243,7 @@ def test_engine_grouping_of_events_out_of_time_order(tmp_path: Path) -> None:
     from nastriage.capture import Capture
     from nastriage.diagnosis.events import EventsByStream
 
-    src = bench_capture(tmp_path, size="8M", seed=3)
-    # The step falls amid the events of the connection with the most.
-    events = EventsByStream(Capture.analyze(str(src)).plain_table("tcp_events"))
-    most = max(events._streams.values(), key=lambda c: len(c.frames))
-    stepped = tmp_path / "stepped.pcap"
-    step_clock_back(src, stepped, 5, most.frames[len(most.frames) // 2])
+    _, stepped = stepped_bench_capture(tmp_path)
     capture = Capture.analyze(str(stepped))
     from_table = EventsByStream(capture.plain_table("tcp_events"))
     assert any(not c.in_order for c in from_table._streams.values())

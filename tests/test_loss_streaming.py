@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from helpers import bench_capture, step_clock_back
+from helpers import Without, bench_capture, stepped_bench_capture
 from loss_oracle import analyse_stream
 from oracle import SHARED, readable_captures
 from test_diagnosis_rules import MS, T0, FakeCapture, conversations, events, tcp_connections
@@ -63,19 +63,6 @@ def _streamed(capture: Any, rows: int | None = None) -> dict[tuple[int, str], di
     return {k: _plain(v) for k, v in analyse(ctx).items()}
 
 
-class _TableOnly:
-    """A capture whose events are read from its table (as when read back from a file),
-    not regrouped by the engine."""
-
-    def __init__(self, capture: Any) -> None:
-        self._capture = capture
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "tcp_events_by_stream":
-            raise AttributeError(name)
-        return getattr(self._capture, name)
-
-
 def _check(capture: Any, rows: tuple[int, ...]) -> int:
     from nastriage.diagnosis.context import Context
 
@@ -84,7 +71,7 @@ def _check(capture: Any, rows: tuple[int, ...]) -> int:
     if want:
         for n in rows:
             assert _streamed(capture, n) == want, n
-            assert _streamed(_TableOnly(capture), n) == want, ("table", n)
+            assert _streamed(Without(capture, "tcp_events_by_stream"), n) == want, ("table", n)
     return len(want)
 
 
@@ -120,11 +107,7 @@ def test_a_connection_out_of_time_order_is_held_whole(tmp_path: Path) -> None:
     from nastriage.diagnosis.events import EventsByStream
     from nastriage.diagnosis.retrans import _analyse
 
-    src = bench_capture(tmp_path, size="8M", seed=3)
-    before = EventsByStream(Capture.analyze(str(src)).plain_table("tcp_events"))
-    most = max(before._streams.values(), key=lambda c: len(c.frames))
-    stepped = tmp_path / "stepped.pcap"
-    step_clock_back(src, stepped, 5, most.frames[len(most.frames) // 2])
+    _, stepped = stepped_bench_capture(tmp_path)
     capture = Capture.analyze(str(stepped))
     ctx = Context(capture)
     assert any(not s.in_order for s in ctx.events._streams.values())

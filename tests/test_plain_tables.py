@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from helpers import bench_capture, cli_env
+from helpers import Without, bench_capture, cli_env
 from oracle import SHARED, readable_captures
 
 pytestmark = pytest.mark.usefixtures("engine")
@@ -54,18 +54,6 @@ def test_plain_columns_equal_the_arrow_ones(path: str) -> None:
             assert not bad, (name, column, bad[:3], got[column][bad[0]], want[column][bad[0]])
 
 
-class _ArrowOnly:
-    """A capture whose tables can only be read through pyarrow (no ``plain_table``)."""
-
-    def __init__(self, capture: Any) -> None:
-        self._capture = capture
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "plain_table":
-            raise AttributeError(name)
-        return getattr(self._capture, name)
-
-
 @pytest.mark.parametrize(
     "path",
     [p for p in CAPTURES if "smb" in Path(p).name or "nfs" in Path(p).name][:12] + EXAMPLES,
@@ -83,7 +71,7 @@ def test_findings_and_json_are_the_same_read_either_way(path: str) -> None:
         return result
 
     plain = document(Capture.analyze(path, segment_points=0))
-    arrow = document(_ArrowOnly(Capture.analyze(path, segment_points=0)))
+    arrow = document(Without(Capture.analyze(path, segment_points=0), "plain_table"))
     for key in arrow:
         assert plain[key] == arrow[key], key
     assert plain.keys() == arrow.keys()

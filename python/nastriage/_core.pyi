@@ -96,8 +96,8 @@ class Analysis:
         events; empty but for ``part="all"``), whether these rows of it are in (time,
         frame) order, its duplicate ACKs as runs or None, and each event's seconds after
         "rto=" (native float64, NaN without). ``part``: "all" (every event in the
-        columns), "rows" (all but duplicate ACKs), "runs" (only the duplicate ACKs, as
-        runs) or "rows+runs". Runs are one per label and acknowledged frame in these
+        columns) or "rows+runs" (all but duplicate ACKs in the columns, and those as
+        runs; ValueError for another). Runs are one per label and acknowledged frame in these
         rows, in order of their first duplicate ACK: label codes (uint16), acknowledged
         frames, time and frame of the first, time of the last and counts (native int64
         bytes), and whether they are in order of their first's (time, frame)."""

@@ -116,35 +116,24 @@ fn rto_seconds(e: &TcpEvent) -> f64 {
     }
 }
 
-/// Which of a range's events to hand over.
+/// Which of a range's events to hand over, and how.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Part {
-    /// Every event in the columns.
+    /// Every event in the columns (a connection's full list).
     All,
-    /// Every event but duplicate ACKs, in the columns.
-    NoDupAcks,
-    /// Only the duplicate ACKs, as runs.
-    DupRuns,
     /// Every event but duplicate ACKs in the columns, and the duplicate ACKs
-    /// as runs (the loss analysis' first reading).
-    NoDupAcksAndRuns,
+    /// as runs (what the loss analysis reads).
+    RowsAndRuns,
 }
 
 impl Part {
-    /// The part Python names: "all", "rows" (no duplicate ACKs), "runs"
-    /// (only their runs) or "rows+runs".
+    /// The part Python names: "all" or "rows+runs".
     pub(crate) fn parse(name: &str) -> Option<Part> {
         match name {
             "all" => Some(Part::All),
-            "rows" => Some(Part::NoDupAcks),
-            "runs" => Some(Part::DupRuns),
-            "rows+runs" => Some(Part::NoDupAcksAndRuns),
+            "rows+runs" => Some(Part::RowsAndRuns),
             _ => None,
         }
-    }
-
-    fn runs(self) -> bool {
-        matches!(self, Part::DupRuns | Part::NoDupAcksAndRuns)
     }
 }
 
@@ -227,8 +216,8 @@ impl Runs {
 /// for a retransmission's "rto=… since frame …": a string per event, it
 /// was most of what the diagnosis kept of a lossy copy), whether these
 /// rows of the connection are in (time, frame) order, then its duplicate
-/// ACKs as runs for [`Part::DupRuns`] (see [`Runs::into_py`]; the columns
-/// are then empty), else None, and each event's [`rto_seconds`] as
+/// ACKs as runs for [`Part::RowsAndRuns`] (see [`Runs::into_py`]), else
+/// None, and each event's [`rto_seconds`] as
 /// native-endian f64 bytes. Read a range at a time, the bytes of a lossy
 /// copy's hundreds of thousands of events are never all held twice.
 pub(crate) fn by_stream<'py>(
@@ -267,15 +256,14 @@ pub(crate) fn by_stream<'py>(
         let dup_ack = kind == "duplicate_ack";
         match (part, dup_ack, e.detail) {
             // The run of the ACK it repeats (one of its own without that).
-            (Part::DupRuns | Part::NoDupAcksAndRuns, true, Detail::DupAck { frame, .. }) => {
+            (Part::RowsAndRuns, true, Detail::DupAck { frame, .. }) => {
                 runs.add(&e, code, frame);
                 continue;
             }
-            (Part::DupRuns | Part::NoDupAcksAndRuns, true, _) => {
+            (Part::RowsAndRuns, true, _) => {
                 runs.add(&e, code, e.frame);
                 continue;
             }
-            (Part::DupRuns, false, _) | (Part::NoDupAcks, true, _) => continue,
             (Part::All, true, Detail::DupAck { num, frame }) => {
                 cols.push(&e, code, None, Some((i64::from(num), frame as i64)));
                 continue;
@@ -296,7 +284,7 @@ pub(crate) fn by_stream<'py>(
             continue;
         };
         let details = PyList::new(py, c.details)?;
-        let runs = if part.runs() {
+        let runs = if part == Part::RowsAndRuns {
             runs.into_py(py)?.into_any()
         } else {
             py.None().into_bound(py)

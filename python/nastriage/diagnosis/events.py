@@ -89,9 +89,9 @@ Chunk = tuple[list[tuple[str, str]], dict[int, Any]]
 Reread = Callable[[], "Iterable[Chunk] | None"]
 
 #: The parts of the events a reading hands over (``Analysis.tcp_events_by_stream``):
-#: "all" of them in the columns, "rows" (all but duplicate ACKs), "runs" (only the
-#: duplicate ACKs, as runs) or "rows+runs".
-PARTS = ("all", "rows", "runs", "rows+runs")
+#: "all" of them in the columns (a connection's full list), or "rows+runs" (all but the
+#: duplicate ACKs in the columns, and those as runs: what the loss analysis reads).
+PARTS = ("all", "rows+runs")
 
 
 def dup_ack_key(detail: str, frame: int) -> int:
@@ -102,32 +102,93 @@ def dup_ack_key(detail: str, frame: int) -> int:
     return key if key < 1 << 48 else frame
 
 
-#: What :meth:`_Stream.state` leaves out: the runs' index while they are gathered, and
-#: whether they were gathered in order (which depends on how the rows came, in one piece
-#: or several, not on what they say).
-_INTERNAL = frozenset({"run_index", "runs_in_order"})
+class _Runs:
+    """Duplicate-ACK runs (label code and acknowledged frame: time and frame of the
+    first, time of the last, how many), in order of their first as they came."""
+
+    __slots__ = ("codes", "count", "first", "first_frame", "in_order", "index", "keys", "last")
+
+    def __init__(self) -> None:
+        # By label code and acknowledged frame, as one number (a tuple per run took three
+        # times the memory), while they are gathered; made only if runs are merged.
+        self.index: dict[int, int] | None = {}
+        self.codes = array("H")
+        self.keys = array("q")
+        self.first = array("q")
+        self.first_frame = array("q")
+        self.last = array("q")
+        self.count = array("q")
+        #: In order of their first duplicate ACK's (time, frame).
+        self.in_order = True
+
+    def take(self, runs: tuple[Any, ...]) -> None:
+        """Runs as the engine makes them (see ``Analysis.tcp_events_by_stream``): native
+        bytes of their columns, and whether they are in order of their first."""
+        *data, in_order = runs
+        columns = []
+        for typecode, b in zip("Hqqqqq", data):
+            a = array(typecode)
+            a.frombytes(b)
+            columns.append(a)
+        if not self.codes:
+            # The first for this connection: taken as they come.
+            self.codes, self.keys, self.first, self.first_frame, self.last, self.count = columns
+            self.in_order = bool(in_order)
+            self.index = None
+            return
+        for run in zip(*columns):
+            self.add(*run)
+
+    def add(self, code: int, key: int, first: int, first_frame: int, last: int, count: int) -> None:
+        index = self.index
+        if index is None:
+            index = self.index = {
+                k << 16 | c: i for i, (c, k) in enumerate(zip(self.codes, self.keys))
+            }
+        # (One number per (code, key), codes being below 2**16.)
+        i = index.get(key << 16 | code)
+        if i is None:
+            n = len(self.codes)
+            if n and (first, first_frame) < (self.first[n - 1], self.first_frame[n - 1]):
+                self.in_order = False
+            index[key << 16 | code] = n
+            self.codes.append(code)
+            self.keys.append(key)
+            self.first.append(first)
+            self.first_frame.append(first_frame)
+            self.last.append(last)
+            self.count.append(count)
+            return
+        # The first and the last in (time, frame) order, whatever the rows' order.
+        if (first, first_frame) < (self.first[i], self.first_frame[i]):
+            self.first[i], self.first_frame[i] = first, first_frame
+            self.in_order = False
+        if last > self.last[i]:
+            self.last[i] = last
+        self.count[i] += count
+
+    def rows(self) -> Iterator[DupRunRow]:
+        """In order of their first (time, frame)."""
+        runs = zip(self.codes, self.keys, self.first, self.first_frame, self.last, self.count)
+        # Gathered in that order unless the table's times go back (a clock step).
+        return runs if self.in_order else iter(sorted(runs, key=operator.itemgetter(2, 3)))
+
+    def item(self) -> tuple[Any, ...]:
+        """As the engine hands them over (see :meth:`take`)."""
+        columns = (self.codes, self.keys, self.first, self.first_frame, self.last, self.count)
+        return (*(a.tobytes() for a in columns), self.in_order)
+
+    def state(self) -> tuple[Any, ...]:
+        """The runs (not their index, nor whether they came in order, which depends on
+        how the rows came, in one piece or several, not on what they say)."""
+        return (self.codes, self.keys, self.first, self.first_frame, self.last, self.count)
 
 
 class _Stream:
     """One connection's events: those other than duplicate ACKs in table order, and its
     duplicate-ACK runs."""
 
-    __slots__ = (
-        "codes",
-        "details",
-        "frames",
-        "in_order",
-        "rto",
-        "run_codes",
-        "run_count",
-        "run_first",
-        "run_first_frame",
-        "run_index",
-        "run_keys",
-        "run_last",
-        "runs_in_order",
-        "times",
-    )
+    __slots__ = ("codes", "details", "frames", "in_order", "rto", "runs", "times")
 
     def __init__(self) -> None:
         self.frames = array("q")
@@ -138,85 +199,23 @@ class _Stream:
         self.rto = array("d")
         #: The table's order is already (time, frame) order.
         self.in_order = True
-        # The runs, by label code and acknowledged frame (as one number: a tuple per
-        # run took three times the memory) while they are gathered.
-        self.run_index: dict[int, int] | None = {}
-        self.run_codes = array("H")
-        self.run_keys = array("q")
-        self.run_first = array("q")
-        self.run_first_frame = array("q")
-        self.run_last = array("q")
-        self.run_count = array("q")
-        #: The runs are in the order of their first duplicate ACK's (time, frame).
-        self.runs_in_order = True
-
-    def add_runs(self, runs: tuple[Any, ...]) -> None:
-        """Runs as the engine makes them (see ``Analysis.tcp_events_by_stream``): native
-        bytes of their columns, and whether they are in order of their first."""
-        *data, in_order = runs
-        columns = []
-        for typecode, b in zip("Hqqqqq", data):
-            a = array(typecode)
-            a.frombytes(b)
-            columns.append(a)
-        if not self.run_codes:
-            # The first for this connection: taken as they come (their index is made
-            # only if more come).
-            (
-                self.run_codes,
-                self.run_keys,
-                self.run_first,
-                self.run_first_frame,
-                self.run_last,
-                self.run_count,
-            ) = columns
-            self.runs_in_order = bool(in_order)
-            self.run_index = None
-            return
-        for run in zip(*columns):
-            self.add_run(*run)
-
-    def add_run(
-        self, code: int, key: int, first: int, first_frame: int, last: int, count: int
-    ) -> None:
-        index = self.run_index
-        if index is None:
-            index = self.run_index = {
-                k << 16 | c: i for i, (c, k) in enumerate(zip(self.run_codes, self.run_keys))
-            }
-        # (One number per (code, key), codes being below 2**16.)
-        i = index.get(key << 16 | code)
-        if i is None:
-            n = len(self.run_codes)
-            if n and (first, first_frame) < (self.run_first[n - 1], self.run_first_frame[n - 1]):
-                self.runs_in_order = False
-            index[key << 16 | code] = n
-            self.run_codes.append(code)
-            self.run_keys.append(key)
-            self.run_first.append(first)
-            self.run_first_frame.append(first_frame)
-            self.run_last.append(last)
-            self.run_count.append(count)
-            return
-        # The first and the last in (time, frame) order, whatever the rows' order.
-        if (first, first_frame) < (self.run_first[i], self.run_first_frame[i]):
-            self.run_first[i], self.run_first_frame[i] = first, first_frame
-            self.runs_in_order = False
-        if last > self.run_last[i]:
-            self.run_last[i] = last
-        self.run_count[i] += count
+        self.runs = _Runs()
 
     def seal(self) -> None:
         """No more events: the runs' index goes (a lossy copy has tens of thousands)."""
-        self.run_index = None
+        self.runs.index = None
 
     def state(self) -> tuple[Any, ...]:
         """Everything held (for comparing two readers; NaN as None, as NaN equals
         nothing)."""
-        return tuple(
-            [None if math.isnan(v) else v for v in self.rto] if n == "rto" else getattr(self, n)
-            for n in self.__slots__
-            if n not in _INTERNAL
+        return (
+            self.frames,
+            self.times,
+            self.codes,
+            self.details,
+            [None if math.isnan(v) else v for v in self.rto],
+            self.in_order,
+            self.runs.state(),
         )
 
 
@@ -277,7 +276,7 @@ class EventsByStream(Mapping[int, list[Event]]):
                         or (s.times[n], s.frames[n]) >= (s.times[n - 1], s.frames[n - 1])
                     )
                 if runs is not None:
-                    s.add_runs(runs)
+                    s.runs.take(runs)
         for s in streams.values():
             s.seal()
 
@@ -297,16 +296,14 @@ class EventsByStream(Mapping[int, list[Event]]):
         s = self._streams.get(stream)
         if s is None:
             return iter(())
-        runs = zip(s.run_codes, s.run_keys, s.run_first, s.run_first_frame, s.run_last, s.run_count)
-        # Gathered in that order unless the table's times go back (a clock step).
-        return runs if s.runs_in_order else iter(sorted(runs, key=operator.itemgetter(2, 3)))
+        return s.runs.rows()
 
     def kinds(self, stream: int) -> set[tuple[str, str]]:
         """The (direction, kind) pairs the connection has events of."""
         s = self._streams.get(stream)
         if s is None:
             return set()
-        return {self.labels[c] for c in {*s.codes, *s.run_codes}}
+        return {self.labels[c] for c in {*s.codes, *s.runs.codes}}
 
     def without_dup_acks(self, stream: int) -> list[Event]:
         """The connection's events other than duplicate ACKs, in time order (the texts
@@ -326,7 +323,7 @@ class EventsByStream(Mapping[int, list[Event]]):
         details: Iterable[str | None] = s.details
         dup_acks: list[Event] = []
         texts_missing = None in s.details
-        if texts_missing or (with_dup_acks and s.run_codes):
+        if texts_missing or (with_dup_acks and s.runs.codes):
             texts, dup_acks = self._read_again(stream)
             if texts_missing:
                 details = texts
@@ -379,13 +376,24 @@ class EventsByStream(Mapping[int, list[Event]]):
 
     def count(self) -> int:
         """Events over every connection."""
-        return sum(len(s.frames) + sum(s.run_count) for s in self._streams.values())
+        return sum(len(s.frames) + sum(s.runs.count) for s in self._streams.values())
 
 
 class _Group:
     """One connection's events in one range of rows, as the engine groups them."""
 
-    __slots__ = ("acked", "codes", "details", "dups", "frames", "in_order", "rto", "runs", "times")
+    __slots__ = (
+        "acked",
+        "codes",
+        "details",
+        "dups",
+        "frames",
+        "in_order",
+        "rto",
+        "runs",
+        "times",
+        "with_runs",
+    )
 
     def __init__(self, runs: bool) -> None:
         self.frames = array("q")
@@ -396,10 +404,11 @@ class _Group:
         self.acked = array("q")
         self.dups = array("q")
         self.in_order = True
-        self.runs = _Runs() if runs else None
+        self.runs = _Runs()
+        self.with_runs = runs
 
     def item(self) -> tuple[Any, ...]:
-        runs = self.runs.item() if self.runs is not None else None
+        runs = self.runs.item() if self.with_runs else None
         return (
             self.frames.tobytes(),
             self.times.tobytes(),
@@ -413,45 +422,6 @@ class _Group:
         )
 
 
-class _Runs:
-    """Duplicate ACKs as runs (label code and acknowledged frame: first time and frame,
-    last time, count), in order of their first in the rows."""
-
-    __slots__ = ("count", "first", "first_frame", "in_order", "index", "keys", "labels", "last")
-
-    def __init__(self) -> None:
-        self.index: dict[tuple[int, int], int] = {}
-        self.labels = array("H")
-        self.keys = array("q")
-        self.first = array("q")
-        self.first_frame = array("q")
-        self.last = array("q")
-        self.count = array("q")
-        self.in_order = True
-
-    def add(self, code: int, key: int, time: int, frame: int) -> None:
-        i = self.index.get((code, key))
-        if i is None:
-            if self.first and (time, frame) < (self.first[-1], self.first_frame[-1]):
-                self.in_order = False
-            self.index[(code, key)] = len(self.labels)
-            for a, v in zip(
-                (self.labels, self.keys, self.first, self.first_frame, self.last, self.count),
-                (code, key, time, frame, time, 1),
-            ):
-                a.append(v)
-            return
-        if (time, frame) < (self.first[i], self.first_frame[i]):
-            self.first[i], self.first_frame[i] = time, frame
-            self.in_order = False
-        self.last[i] = max(self.last[i], time)
-        self.count[i] += 1
-
-    def item(self) -> tuple[Any, ...]:
-        columns = (self.labels, self.keys, self.first, self.first_frame, self.last, self.count)
-        return (*(a.tobytes() for a in columns), self.in_order)
-
-
 def table_chunks(table: Any, rows: int = 8192, part: str = "all") -> Iterator[Chunk]:
     """A ``tcp_events`` table (one read back from a file, or a stand-in) regrouped by
     connection ``rows`` rows at a time, as the engine regroups its own (see :data:`Chunk`
@@ -459,8 +429,7 @@ def table_chunks(table: Any, rows: int = 8192, part: str = "all") -> Iterator[Ch
     -1), and its run is the frame its text names (see :func:`dup_ack_key`)."""
     if part not in PARTS:
         raise ValueError(f"no part of the events named {part!r}")
-    with_rows = part in ("all", "rows", "rows+runs")
-    with_runs = part in ("runs", "rows+runs")
+    runs = part == "rows+runs"
     labels: list[tuple[str, str]] = []
     code_of: dict[tuple[str, str], int] = {}
     shared: dict[str, str] = {}  # one object per repeated text ("", flag names)
@@ -474,14 +443,11 @@ def table_chunks(table: Any, rows: int = 8192, part: str = "all") -> Iterator[Ch
                 labels.append(label)
             g = groups.get(stream)
             if g is None:
-                g = groups[stream] = _Group(with_runs)
+                g = groups[stream] = _Group(runs)
             time = time or 0
             text = detail or ""
-            dup_ack = kind == "duplicate_ack"
-            if dup_ack and g.runs is not None:
-                g.runs.add(code, dup_ack_key(text, frame), time, frame)
-                continue
-            if not with_rows or (dup_ack and part != "all"):
+            if runs and kind == "duplicate_ack":
+                g.runs.add(code, dup_ack_key(text, frame), time, frame, time, 1)
                 continue
             if g.in_order and g.frames:
                 last = g.times[-1]
@@ -490,11 +456,11 @@ def table_chunks(table: Any, rows: int = 8192, part: str = "all") -> Iterator[Ch
             g.times.append(time)
             g.codes.append(code)
             g.rto.append(rto_seconds(text))
-            if part != "all" and text.startswith("rto="):
+            if runs and text.startswith("rto="):
                 g.details.append(None)  # (its number is in rto)
             else:
                 g.details.append(shared.setdefault(text, text) if len(text) < SHARED_TEXT else text)
-            if part == "all":
+            if not runs:
                 g.acked.append(-1)
                 g.dups.append(0)
         yield list(labels), {stream: g.item() for stream, g in groups.items()}
