@@ -326,3 +326,24 @@ def test_an_unknown_part_of_the_events_is_refused() -> None:
         capture._analysis.tcp_events_by_stream(0, 10, [], "dup_acks")
     with pytest.raises(ValueError, match="no part"):
         next(table_chunks(capture.plain_table("tcp_events"), part="dup_acks"))
+
+
+def test_without_a_temporary_file_the_columns_stay_in_memory(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No temporary file to be had (a full or read-only temporary directory): the loss
+    analysis keeps its blocks in memory and says the same."""
+    import tempfile
+
+    from nastriage.diagnosis import spilled
+    from nastriage.diagnosis.context import Context
+
+    def refuse(*_: Any, **__: Any) -> Any:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(spilled, "BLOCK", 2)
+    monkeypatch.setattr(tempfile, "TemporaryFile", refuse)
+    for seed in range(40):
+        rng = random.Random(seed)
+        capture = _fake(rng, _random_flags(rng, disorder=False))
+        assert _streamed(capture, 3) == _whole(Context(capture)), seed

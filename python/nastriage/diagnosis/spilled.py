@@ -21,22 +21,35 @@ BLOCK = 8192
 
 
 class Spill:
-    """The temporary file the columns of one analysis write their full blocks to."""
+    """The temporary file the columns of one analysis write their full blocks to (or,
+    should no temporary file be had, or a write fail, memory: the analysis goes on, as
+    the engine's spill does)."""
 
-    __slots__ = ("_file",)
+    __slots__ = ("_file", "_memory", "_usable")
 
     def __init__(self) -> None:
         self._file: IO[bytes] | None = None
+        self._usable = True
+        self._memory: list[array[int]] = []
 
     def put(self, values: array[int]) -> int:
-        """Write ``values``; the offset to read them back from."""
-        if self._file is None:
-            self._file = tempfile.TemporaryFile()  # noqa: SIM115 (closed by close())
-        at = self._file.seek(0, 2)
-        values.tofile(self._file)
-        return at
+        """Write ``values``; where to read them back from (a block in memory as a
+        negative number)."""
+        if self._usable:
+            try:
+                if self._file is None:
+                    self._file = tempfile.TemporaryFile()  # noqa: SIM115 (closed by close())
+                at = self._file.seek(0, 2)
+                values.tofile(self._file)
+                return at
+            except OSError:
+                self._usable = False
+        self._memory.append(array("q", values))
+        return -len(self._memory)
 
     def get(self, at: int, count: int) -> array[int]:
+        if at < 0:
+            return self._memory[-at - 1]
         assert self._file is not None  # (only blocks put are read)
         self._file.seek(at)
         out = array("q")
@@ -44,6 +57,7 @@ class Spill:
         return out
 
     def close(self) -> None:
+        self._memory.clear()
         if self._file is not None:
             self._file.close()
             self._file = None
