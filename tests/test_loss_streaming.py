@@ -239,10 +239,10 @@ def test_random_flags_reach_the_edges() -> None:
             seen["in_episode"] = seen.get("in_episode", 0) + bool(la.episode_resent_frames)
         c = _Connection(ctx, 0, Spill())
         for _labels, chunk in ctx.event_chunks("rows+runs"):
-            from nastriage.diagnosis.retrans import _Range
+            from nastriage.diagnosis.events import Range
 
             if 0 in chunk and c.in_order:
-                c.in_order = c.still_in_order(_Range(chunk[0]))
+                c.in_order = c.still_in_order(Range(chunk[0]))
         held += not c.in_order
     assert all(
         seen.get(k, 0) >= 10

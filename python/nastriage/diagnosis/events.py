@@ -32,7 +32,7 @@ from typing import Any, NamedTuple
 
 from nastriage.capture import column_chunks
 
-__all__ = ["DupRunRow", "Event", "EventsByStream"]
+__all__ = ["DupRunRow", "Event", "EventsByStream", "Range"]
 
 
 class Event(NamedTuple):
@@ -102,6 +102,53 @@ def dup_ack_key(detail: str, frame: int) -> int:
     return key if key < 1 << 48 else frame
 
 
+class Range:
+    """One connection's events in one range of rows (a :data:`Chunk`'s item), decoded:
+    those other than duplicate ACKs as columns (see :meth:`EventsByStream.ordered`) and,
+    if the range has them, its duplicate-ACK runs (see :meth:`EventsByStream.dup_runs`),
+    with whether each came in order."""
+
+    __slots__ = (
+        "codes",
+        "details",
+        "frames",
+        "has_runs",
+        "rows_in_order",
+        "rto",
+        "run_cols",
+        "runs_in_order",
+        "times",
+    )
+
+    def __init__(self, item: tuple[Any, ...] | None = None) -> None:
+        self.frames, self.times, self.codes, self.rto = (array(t) for t in "qqHd")
+        self.details: list[str | None] = []
+        #: label codes, acknowledged frames, first times, first frames, last times, counts
+        self.run_cols = [array(t) for t in "Hqqqqq"]
+        self.rows_in_order = self.runs_in_order = True
+        self.has_runs = False
+        if item is None:
+            return
+        self.frames.frombytes(item[0])
+        self.times.frombytes(item[1])
+        self.codes.frombytes(item[2])
+        self.details = item[3]
+        self.rows_in_order = bool(item[6])
+        runs = item[7]
+        if runs is not None:
+            self.has_runs = True
+            for a, data in zip(self.run_cols, runs[:6]):
+                a.frombytes(data)
+            self.runs_in_order = bool(runs[6])
+        self.rto.frombytes(item[8])
+
+    def rows(self) -> Iterator[Row]:
+        return zip(self.frames, self.times, self.codes, self.details, self.rto)
+
+    def runs(self) -> Iterator[DupRunRow]:
+        return zip(*self.run_cols)
+
+
 class _Runs:
     """Duplicate-ACK runs (label code and acknowledged frame: time and frame of the
     first, time of the last, how many), in order of their first as they came."""
@@ -121,22 +168,15 @@ class _Runs:
         #: In order of their first duplicate ACK's (time, frame).
         self.in_order = True
 
-    def take(self, runs: tuple[Any, ...]) -> None:
-        """Runs as the engine makes them (see ``Analysis.tcp_events_by_stream``): native
-        bytes of their columns, and whether they are in order of their first."""
-        *data, in_order = runs
-        columns = []
-        for typecode, b in zip("Hqqqqq", data):
-            a = array(typecode)
-            a.frombytes(b)
-            columns.append(a)
+    def take(self, r: Range) -> None:
+        """A range's runs (runs of a label going on from the ranges before join theirs)."""
         if not self.codes:
             # The first for this connection: taken as they come.
-            self.codes, self.keys, self.first, self.first_frame, self.last, self.count = columns
-            self.in_order = bool(in_order)
+            self.codes, self.keys, self.first, self.first_frame, self.last, self.count = r.run_cols
+            self.in_order = r.runs_in_order
             self.index = None
             return
-        for run in zip(*columns):
+        for run in r.runs():
             self.add(*run)
 
     def add(self, code: int, key: int, first: int, first_frame: int, last: int, count: int) -> None:
@@ -258,25 +298,25 @@ class EventsByStream(Mapping[int, list[Event]]):
             for stream, item in chunk.items():
                 if only is not None and stream not in only:
                     continue
-                frames, times, codes, details, _acked, _dups, in_order, runs, rto = item
+                r = Range(item)
                 s = streams.get(stream)
                 if s is None:
                     s = streams[stream] = _Stream()
                 n = len(s.frames)
-                s.frames.frombytes(frames)
-                s.times.frombytes(times)
-                s.codes.frombytes(codes)
-                s.rto.frombytes(rto)
-                s.details.extend(details)
+                s.frames.extend(r.frames)
+                s.times.extend(r.times)
+                s.codes.extend(r.codes)
+                s.rto.extend(r.rto)
+                s.details.extend(r.details)
                 if s.in_order:
                     # In order within these rows, and from the rows before to them.
-                    s.in_order = bool(in_order) and (
+                    s.in_order = r.rows_in_order and (
                         n == 0
                         or n == len(s.frames)
                         or (s.times[n], s.frames[n]) >= (s.times[n - 1], s.frames[n - 1])
                     )
-                if runs is not None:
-                    s.runs.take(runs)
+                if r.has_runs:
+                    s.runs.take(r)
         for s in streams.values():
             s.seal()
 
@@ -297,6 +337,19 @@ class EventsByStream(Mapping[int, list[Event]]):
         if s is None:
             return iter(())
         return s.runs.rows()
+
+    def whole(self, stream: int) -> Range:
+        """The connection's events as one range, in order (:meth:`ordered`,
+        :meth:`dup_runs`)."""
+        out = Range()
+        for a, column in zip(
+            (out.frames, out.times, out.codes, out.details, out.rto), zip(*self.ordered(stream))
+        ):
+            a.extend(column)  # type: ignore[attr-defined]
+        for a, column in zip(out.run_cols, zip(*self.dup_runs(stream))):
+            a.extend(column)
+        out.has_runs = True
+        return out
 
     def kinds(self, stream: int) -> set[tuple[str, str]]:
         """The (direction, kind) pairs the connection has events of."""

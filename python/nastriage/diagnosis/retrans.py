@@ -40,10 +40,9 @@ from array import array
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 from nastriage.diagnosis.context import Context, Event, reverse
-from nastriage.diagnosis.events import DupRunRow, EventsByStream, Row
+from nastriage.diagnosis.events import DupRunRow, EventsByStream, Range, Row
 from nastriage.diagnosis.spilled import Column, Reader, Spill
 from nastriage.diagnosis.timeline import union_sorted_ns
 
@@ -197,7 +196,7 @@ def _read(ctx: Context, spill: Spill) -> dict[tuple[int, str], LossAnalysis]:
             c = streams.get(stream)
             if c is None:
                 c = streams[stream] = _Connection(ctx, stream, spill)
-            r = _Range(item)
+            r = Range(item)
             if c.in_order:
                 c.in_order = c.still_in_order(r)
             c.first(r, acts)
@@ -214,7 +213,7 @@ def _read(ctx: Context, spill: Spill) -> dict[tuple[int, str], LossAnalysis]:
     held_acts = actions.of(held.labels)
     for stream in disordered:
         c = streams[stream] = _Connection(ctx, stream, spill)
-        c.first(_Range.held(held, stream), held_acts)
+        c.first(held.whole(stream), held_acts)
     # (Every connection decides, the held ones too.)
     live = {s: c for s, c in streams.items() if c.decide()}
     read = {s: c for s, c in live.items() if s not in disordered}
@@ -224,9 +223,9 @@ def _read(ctx: Context, spill: Spill) -> dict[tuple[int, str], LossAnalysis]:
             for stream, item in chunk.items():
                 c = read.get(stream)
                 if c is not None:
-                    c.second(_Range(item), acts)
+                    c.second(Range(item), acts)
     for stream in disordered & live.keys():
-        streams[stream].second(_Range.held(held, stream), held_acts)
+        streams[stream].second(held.whole(stream), held_acts)
     return {(stream, la.direction): la for stream, c in streams.items() for la in c.results()}
 
 
@@ -243,52 +242,6 @@ class _Actions:
             if len(acts) < len(labels):
                 acts.extend(_action(label, d, reverse(d)) for label in labels[len(acts) :])
         return self._by_dir
-
-
-class _Range:
-    """A connection's events in a range of rows (see
-    :data:`~nastriage.diagnosis.events.Chunk`), as columns: its rows other than duplicate
-    ACKs and its duplicate-ACK runs (see :meth:`EventsByStream.ordered` and
-    :meth:`EventsByStream.dup_runs`)."""
-
-    __slots__ = ("codes", "details", "frames", "in_order", "rto", "run_cols", "times")
-
-    def __init__(self, item: tuple[Any, ...] | None = None) -> None:
-        self.frames, self.times, self.codes, self.rto = (array(t) for t in "qqHd")
-        self.details: list[str | None] = []
-        self.run_cols = [array(t) for t in "Hqqqqq"]
-        self.in_order = True
-        if item is None:
-            return
-        self.frames.frombytes(item[0])
-        self.times.frombytes(item[1])
-        self.codes.frombytes(item[2])
-        self.rto.frombytes(item[8])
-        self.details = item[3]
-        runs = item[7]
-        self.in_order = bool(item[6]) and (runs is None or bool(runs[6]))
-        if runs is not None:
-            for a, data in zip(self.run_cols, runs[:6]):
-                a.frombytes(data)
-
-    @classmethod
-    def held(cls, events: EventsByStream, stream: int) -> _Range:
-        """A held connection's events, all of them, in order."""
-        out = cls()
-        for a, column in zip(
-            (out.frames, out.times, out.codes, out.details, out.rto),
-            zip(*events.ordered(stream)),
-        ):
-            a.extend(column)  # type: ignore[attr-defined]
-        for a, column in zip(out.run_cols, zip(*events.dup_runs(stream))):
-            a.extend(column)
-        return out
-
-    def rows(self) -> Iterator[Row]:
-        return zip(self.frames, self.times, self.codes, self.details, self.rto)
-
-    def runs(self) -> Iterator[DupRunRow]:
-        return zip(*self.run_cols)
 
 
 class _Connection:
@@ -309,14 +262,14 @@ class _Connection:
         self.last_row: tuple[int, int] | None = None
         self.runs_at: dict[int, tuple[int, int, int]] = {}
 
-    def still_in_order(self, r: _Range) -> bool:
+    def still_in_order(self, r: Range) -> bool:
         """Whether a range's rows and runs keep what the readings rely on: the rows in
         (time, frame) order; each label's runs in order of their first, with later and
         later acknowledged frames (so that a run going on past a range's end is the next
         range's first of its label, and is joined to it); and no run starting before a
         row of an earlier range (so that a retransmission is placed once every run
         starting at or before it is read)."""
-        if not r.in_order:
+        if not (r.rows_in_order and r.runs_in_order):
             return False
         before = self.last_row
         for code, key, first, first_frame, _, _ in r.runs():
@@ -334,16 +287,16 @@ class _Connection:
             self.last_row = (r.times[-1], r.frames[-1])
         return True
 
-    def first(self, r: _Range, acts: dict[str, list[int]]) -> None:
-        codes: set[int] | None = None
+    def first(self, r: Range, acts: dict[str, list[int]]) -> None:
+        # (The labels here, once: a direction is made on the first event concerning it.)
+        labels: tuple[set[int], set[int]] | None = None
         for d in ("c2s", "s2c"):
             a = acts[d]
             if d not in self.dirs:
-                if codes is None:
-                    codes = {*r.codes}
-                if all(a[c] == _SKIP for c in codes) and all(
-                    a[c] != _DUP_ACK for c in {*r.run_cols[0]}
-                ):
+                if labels is None:
+                    labels = ({*r.codes}, {*r.run_cols[0]})
+                rows, runs = labels
+                if all(a[c] == _SKIP for c in rows) and all(a[c] != _DUP_ACK for c in runs):
                     continue
                 info = self.ctx.streams.get(self.stream)
                 carried = info is None or info.payload_dir(d) != 0
@@ -357,7 +310,7 @@ class _Connection:
         """After the first reading: whether any direction is analysed further."""
         return any([x.decide() for x in self.dirs.values() if x is not None])
 
-    def second(self, r: _Range, acts: dict[str, list[int]]) -> None:
+    def second(self, r: Range, acts: dict[str, list[int]]) -> None:
         for d, x in self.dirs.items():
             if x is not None and x.selected:
                 x.second(r, acts[d])
@@ -578,7 +531,7 @@ class _Direction:
 
     # -- the second reading ----------------------------------------------------------------
 
-    def second(self, r: _Range, actions: list[int]) -> None:
+    def second(self, r: Range, actions: list[int]) -> None:
         """A range's runs (each classified once all read), then its retransmissions."""
         for code, key, first, first_frame, last, count in r.runs():
             if actions[code] != _DUP_ACK:
