@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import warnings
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ import pytest
 from minischema import validate, validate_structurally
 from nastriage import schema
 from nastriage.diagnosis import Evidence, Finding, Impact
-from nastriage.diagnosis.run import diagnose, top_problem
+from nastriage.diagnosis.run import RuleError, diagnose, top_problem
 from nastriage.diagnosis.thresholds import Thresholds
 from nastriage.views.json_out import finding_object
 from nastriage.views.verdicts import print_verdicts
@@ -670,3 +671,23 @@ def test_union_of_spans_in_order_of_starts() -> None:
         want = covered(a + b)
         assert union_ns(a + b) == want
         assert union_sorted_ns(heapq.merge(a, b)) == want, (a, b)
+
+
+def test_a_failing_loss_analysis_is_reported_by_its_rules(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The diagnosis starts with the loss analysis (while the engine digests the
+    transactions); that head start does not raise: the rules that use it do, as before."""
+    from nastriage.diagnosis import retrans
+
+    def broken(ctx: Any) -> Any:
+        raise ValueError("broken loss analysis")
+
+    monkeypatch.setattr(retrans, "_analyse", broken)
+    rows = _recovery(100, 18.0, 1000, hole=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        findings = diagnose(_loss_capture(rows))
+    failed = {str(w.message).split()[2] for w in caught if "broken loss" in str(w.message)}
+    assert failed == {"congestion-loss", "reordering", "capture-incomplete"}
+    assert not {"congestion-loss", "reordering"} & set(ids(findings))
+    with pytest.raises(RuleError, match="failed: broken loss analysis"):
+        diagnose(_loss_capture(rows), strict=True)

@@ -35,7 +35,13 @@ class TableStream:
         read a piece at a time."""
 
 class Analysis:
-    """Result of one analysis run over one or more capture files (merged)."""
+    """Result of one analysis run over one or more capture files (merged).
+
+    The tables derived from the transactions (``srt``, ``concurrency``,
+    ``outstanding_*``, ``time_profile``, ``stream_transactions``,
+    ``failed_transactions``, ``unanswered_requests``) and ``app_stats`` are made after
+    the pass on a thread of the engine's own: reading one waits for them (without the
+    GIL); the other tables can be read meanwhile."""
 
     #: One dict per input file, in the order given:
     #: {"path": str, "format": "pcap"|"pcapng"|"snoop",

@@ -1,8 +1,11 @@
 //! What an analysis run produces.
 
+use std::sync::Arc;
+
 use arrow_array::RecordBatch;
 
 use crate::conversations::ConversationTable;
+use crate::deferred::Deferred;
 use crate::tables;
 use crate::tcp::{FlagCounts, TcpAnalysis};
 use crate::transactions::TransactionLog;
@@ -44,11 +47,14 @@ pub struct Analysis {
     pub protocols: Vec<ProtocolCount>,
     pub warnings: Vec<String>,
     pub frames: u64,
-    pub(crate) conversations: ConversationTable,
-    pub(crate) tcp: TcpAnalysis,
+    /// (Shared with the digest's thread.)
+    pub(crate) conversations: Arc<ConversationTable>,
+    pub(crate) tcp: Arc<TcpAnalysis>,
     pub(crate) transactions: TransactionLog,
-    /// The tables derived from the transactions, made once after the pass.
-    pub(crate) digest: Digest,
+    /// The tables derived from the transactions, made after the pass on a
+    /// thread of their own: the TCP tables can be read meanwhile, and a
+    /// table made from the digest waits for it.
+    pub(crate) digest: Deferred<Digest>,
 }
 
 /// Everything derived from the transactions that is not the transactions
@@ -157,6 +163,19 @@ impl Digest {
 }
 
 impl Analysis {
+    /// The digest, waiting for its thread if need be.
+    fn digest(&self) -> &Digest {
+        self.digest.get()
+    }
+
+    /// Wait until the tables derived from the transactions (`srt`,
+    /// `concurrency`, `time_profile`, ...) are made; every other table
+    /// can be read while they are. (A binding calls this before making
+    /// such a table, so that it waits without holding its own locks.)
+    pub fn wait_for_digest(&self) {
+        self.digest.get();
+    }
+
     /// Names of the tables this analysis can produce.
     pub fn table_names(&self) -> Vec<&'static str> {
         let mut names = vec![
@@ -253,25 +272,27 @@ impl Analysis {
                 &self.tcp,
                 &self.conversations,
             )),
-            "concurrency" => Some(crate::concurrency::summary_table(&self.digest.concurrency)),
-            "outstanding_at_arrival" => {
-                Some(crate::concurrency::arrival_table(&self.digest.concurrency))
-            }
+            "concurrency" => Some(crate::concurrency::summary_table(
+                &self.digest().concurrency,
+            )),
+            "outstanding_at_arrival" => Some(crate::concurrency::arrival_table(
+                &self.digest().concurrency,
+            )),
             "outstanding_series" => {
-                Some(crate::concurrency::series_table(&self.digest.concurrency))
+                Some(crate::concurrency::series_table(&self.digest().concurrency))
             }
             "orphan_replies" => Some(crate::orphan_table::orphan_replies(&self.transactions)),
-            "srt" => Some(self.digest.srt.clone()),
+            "srt" => Some(self.digest().srt.clone()),
             "transactions" if !self.transactions.transactions.kept() => None,
             "transactions" => Some(crate::transaction_table::transactions(
                 self.transactions.transactions.iter(),
                 self.transactions.transactions.len(),
                 &self.conversations,
             )),
-            "unanswered_requests" => Some(self.digest.unanswered.clone()),
-            "stream_transactions" => Some(self.digest.streams.clone()),
+            "unanswered_requests" => Some(self.digest().unanswered.clone()),
+            "stream_transactions" => Some(self.digest().streams.clone()),
             "failed_transactions" => {
-                let failed = &self.digest.failed;
+                let failed = &self.digest().failed;
                 Some(crate::transaction_table::transactions(
                     failed.iter(),
                     failed.len(),
@@ -280,14 +301,14 @@ impl Analysis {
             }
             "tcp_events" => Some(tables::tcp_events(&self.tcp, &self.conversations)),
             "tcp_flag_counts" => Some(tables::tcp_flag_counts(&self.tcp)),
-            "time_profile" => Some(crate::time_profile::table(&self.digest.profiles)),
+            "time_profile" => Some(crate::time_profile::table(&self.digest().profiles)),
             _ => None,
         }
     }
 
     /// Where each connection's time goes (see `time_profile`).
     pub fn time_profiles(&self) -> &[crate::time_profile::TimeProfile] {
-        &self.digest.profiles
+        &self.digest().profiles
     }
 
     /// Counters of the application-layer parsers: requests without a
@@ -295,10 +316,10 @@ impl Analysis {
     /// SMB messages that could not be analysed (encrypted, compressed, SMB1).
     pub fn app_stats(&self) -> Vec<(&'static str, u64)> {
         let t = &self.transactions;
-        let unanswered = self.digest.unanswered.num_rows() as u64;
+        let unanswered = self.digest().unanswered.num_rows() as u64;
         vec![
             ("transactions", t.transactions.len() as u64),
-            ("udp_transactions", self.digest.udp_transactions),
+            ("udp_transactions", self.digest().udp_transactions),
             ("unanswered_requests", unanswered),
             ("orphan_replies", t.orphan_replies.len() as u64),
             ("resyncs", t.resyncs),

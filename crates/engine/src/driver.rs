@@ -3,9 +3,12 @@
 use nastriage_capture::{linktype, CaptureError, CaptureReader, MergedReader};
 use nastriage_net::{Decoder, Transport};
 
+use std::sync::Arc;
+
 use crate::analysis::{Analysis, CaptureSummary, ProtocolCount};
 use crate::app::layer::{AppLayer, DecodeAs};
 use crate::conversations::ConversationTable;
+use crate::deferred::Deferred;
 use crate::pipeline::{self, Seg};
 use crate::tcp::{TcpAnalysisConfig, TcpAnalyzer};
 
@@ -50,6 +53,10 @@ impl Default for AnalyzeOptions<'_> {
 /// numbered as one, like `mergecap`). Fails only when a file cannot be
 /// opened or yields no packet before an error; later problems become
 /// warnings and every result up to them is kept.
+///
+/// Returns when the pass ends: the tables derived from the transactions
+/// (the digest) are then made on a thread of their own, and reading one
+/// waits for them ([`Analysis::wait_for_digest`]).
 pub fn analyze(paths: &[String], mut opts: AnalyzeOptions<'_>) -> Result<Analysis, CaptureError> {
     if paths.is_empty() {
         return Err(CaptureError::new("-", 0, "no capture file given"));
@@ -302,9 +309,18 @@ pub fn analyze(paths: &[String], mut opts: AnalyzeOptions<'_>) -> Result<Analysi
             crate::interner::OTHER_FILES
         ));
     }
-    let digest =
-        crate::analysis::Digest::new(std::mem::take(&mut log.derived), &tcp, &convs, time_back);
-    crate::heap::give_back_free_memory();
+    // The digest is made on a thread of its own: the caller can read the
+    // TCP tables meanwhile (see `deferred`).
+    let (tcp, convs) = (Arc::new(tcp), Arc::new(convs));
+    let digest = {
+        let derived = std::mem::take(&mut log.derived);
+        let (tcp, convs) = (Arc::clone(&tcp), Arc::clone(&convs));
+        Deferred::spawn("nastriage-digest", move || {
+            let digest = crate::analysis::Digest::new(derived, &tcp, &convs, time_back);
+            crate::heap::give_back_free_memory();
+            digest
+        })
+    };
     // The parsers' warnings (records not decoded, tables full).
     warnings.extend(log.warnings.iter().cloned());
     Ok(Analysis {

@@ -12,6 +12,7 @@ mod columns;
 pub mod concurrency;
 mod connection_digest;
 pub mod conversations;
+mod deferred;
 pub mod derived;
 mod driver;
 mod heap;

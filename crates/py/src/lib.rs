@@ -85,8 +85,11 @@ impl PyAnalysis {
     /// Counters of the NFS/SMB parsers (see `Analysis::app_stats`).
     #[getter]
     fn app_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        // (Tables and counters from the digest wait for its thread: without
+        // the GIL, so that Python's other threads go on.)
+        let stats = py.detach(|| self.inner.app_stats());
         let d = PyDict::new(py);
-        for (k, v) in self.inner.app_stats() {
+        for (k, v) in stats {
             d.set_item(k, v)?;
         }
         Ok(d)
@@ -101,8 +104,8 @@ impl PyAnalysis {
         self.inner.table_names()
     }
 
-    fn table(&self, name: &str) -> PyResult<TableStream> {
-        match self.inner.table(name) {
+    fn table(&self, py: Python<'_>, name: &str) -> PyResult<TableStream> {
+        match py.detach(|| self.inner.table(name)) {
             Some(batch) => Ok(TableStream { batch }),
             None => Err(PyKeyError::new_err(format!("no table named {name:?}"))),
         }
@@ -110,17 +113,22 @@ impl PyAnalysis {
 
     /// Rows `start..stop` of a table (clamped), made from those rows alone
     /// where the engine can (`tcp_events`).
-    fn table_rows(&self, name: &str, start: usize, stop: usize) -> PyResult<TableStream> {
-        match self.inner.table_rows(name, start, stop) {
+    fn table_rows(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        start: usize,
+        stop: usize,
+    ) -> PyResult<TableStream> {
+        match py.detach(|| self.inner.table_rows(name, start, stop)) {
             Some(batch) => Ok(TableStream { batch }),
             None => Err(PyKeyError::new_err(format!("no table named {name:?}"))),
         }
     }
 
     /// Rows of a table, without making it where the engine can.
-    fn table_len(&self, name: &str) -> PyResult<usize> {
-        self.inner
-            .table_len(name)
+    fn table_len(&self, py: Python<'_>, name: &str) -> PyResult<usize> {
+        py.detach(|| self.inner.table_len(name))
             .ok_or_else(|| PyKeyError::new_err(format!("no table named {name:?}")))
     }
 
