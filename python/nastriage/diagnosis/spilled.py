@@ -188,11 +188,16 @@ class Reader:
         m = start
         while k:
             buf, j = self._buf, self._j
-            if j >= len(buf):
+            n = len(buf)
+            if j >= n:
                 if not self._load():
                     raise IndexError("past the column's last value")
                 continue
-            take = min(k, len(buf) - j)
+            if k == 1:  # (the usual case: no slice made)
+                v = buf[j]
+                self._j = j + 1
+                return v if v > m else m
+            take = min(k, n - j)
             m = max(m, max(buf[j : j + take]))
             self._j = j + take
             k -= take
