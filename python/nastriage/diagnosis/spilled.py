@@ -9,7 +9,6 @@ file (made on the first full block) and come back a block at a time.
 
 from __future__ import annotations
 
-import tempfile
 from array import array
 from collections.abc import Iterator
 from typing import IO
@@ -38,6 +37,10 @@ class Spill:
         if self._usable:
             try:
                 if self._file is None:
+                    # (Imported here: it brings shutil and the compressors, about 5 ms
+                    # of every run's start-up, for a file most captures never need.)
+                    import tempfile
+
                     self._file = tempfile.TemporaryFile()  # noqa: SIM115 (closed by close())
                 at = self._file.seek(0, 2)
                 values.tofile(self._file)
