@@ -691,3 +691,25 @@ def test_a_failing_loss_analysis_is_reported_by_its_rules(monkeypatch: pytest.Mo
     assert not {"congestion-loss", "reordering"} & set(ids(findings))
     with pytest.raises(RuleError, match="failed: broken loss analysis"):
         diagnose(_loss_capture(rows), strict=True)
+
+
+def test_the_loss_analysis_runs_once_and_only_for_rules_that_read_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from nastriage.diagnosis import retrans
+    from nastriage.diagnosis.rules import RULES
+
+    calls = []
+    real = retrans._analyse
+
+    def counted(ctx: Any) -> Any:
+        calls.append(1)
+        return real(ctx)
+
+    monkeypatch.setattr(retrans, "_analyse", counted)
+    rows = _recovery(100, 18.0, 1000, hole=True)
+    diagnose(_loss_capture(rows), strict=True)
+    assert len(calls) == 1  # (the head start's, cached for every rule that reads it)
+    calls.clear()
+    diagnose(_loss_capture(rows), rules={"metadata-heavy": RULES["metadata-heavy"]}, strict=True)
+    assert not calls

@@ -170,8 +170,8 @@ impl Analysis {
 
     /// Wait until the tables derived from the transactions (`srt`,
     /// `concurrency`, `time_profile`, ...) are made; every other table
-    /// can be read while they are. (A binding calls this before making
-    /// such a table, so that it waits without holding its own locks.)
+    /// can be read while they are. Those tables wait by themselves; this is
+    /// for timing the digest apart from them (`examples/pass`).
     pub fn wait_for_digest(&self) {
         self.digest.get();
     }

@@ -44,9 +44,11 @@ def diagnose(
     if strict is None:
         strict = bool(os.environ.get("NASTRIAGE_DEBUG"))
     ctx = Context(capture, thresholds or DEFAULT)
-    _start_with_the_tcp_tables(ctx)
+    chosen = rules if rules is not None else RULES
+    if _READ_THE_LOSS_ANALYSIS & chosen.keys():
+        _start_with_the_tcp_tables(ctx)
     findings: list[Finding] = []
-    for rule_id, rule in (rules if rules is not None else RULES).items():
+    for rule_id, rule in chosen.items():
         try:
             findings.extend(rule(ctx))
         except Exception as exc:
@@ -58,6 +60,12 @@ def diagnose(
     if not any(f.severity in ("critical", "warning") for f in findings):
         findings.insert(0, healthy(ctx, findings))
     return findings
+
+
+#: The rules that read the loss analysis (``diagnosis.retrans``).
+_READ_THE_LOSS_ANALYSIS = frozenset(
+    {"receiver-stall", "congestion-loss", "reordering", "capture-incomplete"}
+)
 
 
 def _start_with_the_tcp_tables(ctx: Context) -> None:
