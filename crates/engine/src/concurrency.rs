@@ -27,8 +27,16 @@ use crate::tx_facts::{Facts, TxFacts};
 
 /// Series interval from a duration: about 500 bins, clamped to [1 ms, 10 s].
 pub fn default_interval_ns(duration_ns: i64) -> i64 {
-    (duration_ns / 500).clamp(1_000_000, 10_000_000_000)
+    // Past 10 s the bins widen with the span, so that a connection has at
+    // most MAX_SERIES_BINS of them: a corrupt or wrapped timestamp can make
+    // the span decades long (3e8 bins of 10 s, gigabytes).
+    (duration_ns / 500)
+        .clamp(1_000_000, 10_000_000_000)
+        .max(duration_ns / MAX_SERIES_BINS)
 }
+
+/// Most series bins over a capture's span (at 10 s each, 11.5 days).
+pub const MAX_SERIES_BINS: i64 = 100_000;
 
 /// One connection's concurrency facts.
 #[derive(Debug, Clone, Default)]
@@ -659,6 +667,19 @@ pub(crate) fn series_table(r: &ConcurrencyResult) -> RecordBatch {
 mod tests {
     use super::*;
     use crate::transactions::PduSpan;
+
+    #[test]
+    fn the_interval_keeps_the_bins_bounded_over_any_span() {
+        // As before up to 10 s bins.
+        assert_eq!(default_interval_ns(0), 1_000_000);
+        assert_eq!(default_interval_ns(60_000_000_000), 120_000_000);
+        assert_eq!(default_interval_ns(86_400_000_000_000), 10_000_000_000);
+        // A span of decades (a corrupt timestamp): still at most the bound.
+        for span in [3_000_000_000_000_000_000i64, i64::MAX] {
+            let iv = default_interval_ns(span);
+            assert!(span / iv <= MAX_SERIES_BINS, "{span}: {iv}");
+        }
+    }
 
     fn tx(
         stream: u32,
