@@ -24,6 +24,8 @@
 //! fetch), and failing that the first operation (e.g. a lone SEQUENCE used
 //! as a lease renewal). See [`principal_op_index`].
 
+use std::borrow::Cow;
+
 use crate::error::{ParseError, Result};
 use crate::xdr::{pad4, XdrCursor, MAX_NAME_LEN};
 
@@ -348,13 +350,14 @@ pub fn nfs4_status_name(status: u32) -> &'static str {
         .unwrap_or("NFS4ERR_UNKNOWN")
 }
 
-/// Fields kept from an operation's arguments.
+/// Fields kept from an operation's arguments (handles borrowed from the
+/// message: most COMPOUNDs carry one, and they are parsed without a copy).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Nfs4OpArgs {
+pub enum Nfs4OpArgs<'a> {
     /// Walked; nothing kept.
     None,
     PutFh {
-        fh: Vec<u8>,
+        fh: &'a [u8],
     },
     Lookup {
         name: String,
@@ -412,11 +415,11 @@ pub enum Nfs4OpArgs {
 
 /// Fields kept from an operation's result (beyond its status).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Nfs4OpRes {
+pub enum Nfs4OpRes<'a> {
     /// Walked; nothing kept (or the status was an error).
     None,
     GetFh {
-        fh: Vec<u8>,
+        fh: &'a [u8],
     },
     /// Size and change attribute, when the reply carried them.
     Getattr {
@@ -456,16 +459,16 @@ pub enum Nfs4OpRes {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Nfs4ArgOp {
+pub struct Nfs4ArgOp<'a> {
     pub op: u32,
-    pub args: Nfs4OpArgs,
+    pub args: Nfs4OpArgs<'a>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Nfs4ResOp {
+pub struct Nfs4ResOp<'a> {
     pub op: u32,
     pub status: u32,
-    pub res: Nfs4OpRes,
+    pub res: Nfs4OpRes<'a>,
 }
 
 /// Where and why walking the operation array stopped early.
@@ -479,34 +482,36 @@ pub struct Stopped {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Compound4Args {
-    pub tag: String,
+pub struct Compound4Args<'a> {
+    /// Invalid UTF-8 replaced (a copy only then).
+    pub tag: Cow<'a, str>,
     pub minorversion: u32,
     /// Number of operations declared by the array length.
     pub num_ops: u32,
-    pub ops: Vec<Nfs4ArgOp>,
+    pub ops: Vec<Nfs4ArgOp<'a>>,
     pub stopped: Option<Stopped>,
     /// A bulk payload (WRITE data, xattr value) was cut by the capture.
     pub truncated: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Compound4Res {
+pub struct Compound4Res<'a> {
     pub status: u32,
-    pub tag: String,
+    /// Invalid UTF-8 replaced (a copy only then).
+    pub tag: Cow<'a, str>,
     pub num_ops: u32,
-    pub ops: Vec<Nfs4ResOp>,
+    pub ops: Vec<Nfs4ResOp<'a>>,
     pub stopped: Option<Stopped>,
     /// A bulk payload (READ/READ_PLUS data, xattr value) was cut.
     pub truncated: bool,
 }
 
-impl Compound4Args {
+impl<'a> Compound4Args<'a> {
     pub fn opnums(&self) -> Vec<u32> {
         self.ops.iter().map(|o| o.op).collect()
     }
     /// The principal operation (see the module documentation).
-    pub fn principal_op(&self) -> Option<&Nfs4ArgOp> {
+    pub fn principal_op(&self) -> Option<&Nfs4ArgOp<'a>> {
         principal_in(self.ops.iter().map(|o| o.op)).and_then(|i| self.ops.get(i))
     }
     /// Every declared operation was decoded with all its payload.
@@ -514,7 +519,7 @@ impl Compound4Args {
         self.stopped.is_none() && !self.truncated
     }
     /// The SEQUENCE arguments, if the COMPOUND starts a v4.1+ session slot.
-    pub fn sequence(&self) -> Option<&Nfs4OpArgs> {
+    pub fn sequence(&self) -> Option<&Nfs4OpArgs<'a>> {
         self.ops
             .iter()
             .map(|o| &o.args)
@@ -522,17 +527,17 @@ impl Compound4Args {
     }
 }
 
-impl Compound4Res {
+impl<'a> Compound4Res<'a> {
     pub fn opnums(&self) -> Vec<u32> {
         self.ops.iter().map(|o| o.op).collect()
     }
-    pub fn principal_op(&self) -> Option<&Nfs4ResOp> {
+    pub fn principal_op(&self) -> Option<&Nfs4ResOp<'a>> {
         principal_in(self.ops.iter().map(|o| o.op)).and_then(|i| self.ops.get(i))
     }
     pub fn complete(&self) -> bool {
         self.stopped.is_none() && !self.truncated
     }
-    pub fn sequence(&self) -> Option<&Nfs4OpRes> {
+    pub fn sequence(&self) -> Option<&Nfs4OpRes<'a>> {
         self.ops
             .iter()
             .map(|o| &o.res)
@@ -571,9 +576,9 @@ fn principal_in(ops: impl Iterator<Item = u32> + Clone) -> Option<usize> {
 /// Decode COMPOUND4args; `body` starts at the RPC procedure body of a
 /// NFSPROC4_COMPOUND call. Errors only if the header (tag, minorversion,
 /// array length) cannot be read; later failures are reported in `stopped`.
-pub fn parse_compound4_args(body: &[u8]) -> Result<Compound4Args> {
+pub fn parse_compound4_args(body: &[u8]) -> Result<Compound4Args<'_>> {
     let mut c = XdrCursor::new(body);
-    let tag = String::from_utf8_lossy(c.opaque(NFS4_OPAQUE_LIMIT)?).into_owned();
+    let tag = String::from_utf8_lossy(c.opaque(NFS4_OPAQUE_LIMIT)?);
     let minorversion = c.u32()?;
     let num_ops = c.count(MAX_OPS)?;
     let mut ops = Vec::with_capacity(c.capacity_hint(num_ops, 4));
@@ -615,10 +620,10 @@ pub fn parse_compound4_args(body: &[u8]) -> Result<Compound4Args> {
 
 /// Decode COMPOUND4res; `body` starts at the RPC results. The array holds
 /// the operations executed, up to and including the first that failed.
-pub fn parse_compound4_res(body: &[u8]) -> Result<Compound4Res> {
+pub fn parse_compound4_res(body: &[u8]) -> Result<Compound4Res<'_>> {
     let mut c = XdrCursor::new(body);
     let status = c.u32()?;
-    let tag = String::from_utf8_lossy(c.opaque(NFS4_OPAQUE_LIMIT)?).into_owned();
+    let tag = String::from_utf8_lossy(c.opaque(NFS4_OPAQUE_LIMIT)?);
     let num_ops = c.count(MAX_OPS)?;
     let mut ops = Vec::with_capacity(c.capacity_hint(num_ops, 8));
     let mut stopped = None;
@@ -873,7 +878,7 @@ fn fattr4_change_size(c: &mut XdrCursor) -> Result<(Option<u64>, Option<u64>)> {
 
 // ---- per-operation walkers ---------------------------------------------
 
-fn walk_args(op: u32, c: &mut XdrCursor, cut: &mut bool) -> Result<Nfs4OpArgs> {
+fn walk_args<'a>(op: u32, c: &mut XdrCursor<'a>, cut: &mut bool) -> Result<Nfs4OpArgs<'a>> {
     use Nfs4OpArgs as A;
     let a = match op {
         OP_ACCESS => c.skip(4).map(|_| A::None)?,
@@ -962,7 +967,7 @@ fn walk_args(op: u32, c: &mut XdrCursor, cut: &mut bool) -> Result<Nfs4OpArgs> {
         OP_OPEN_CONFIRM => c.skip(16 + 4).map(|_| A::None)?,
         OP_OPEN_DOWNGRADE => c.skip(16 + 12).map(|_| A::None)?,
         OP_PUTFH => A::PutFh {
-            fh: c.opaque(NFS4_FHSIZE)?.to_vec(),
+            fh: c.opaque(NFS4_FHSIZE)?,
         },
         OP_READ | OP_READ_PLUS => A::Read {
             stateid: stateid(c)?,
@@ -1141,7 +1146,12 @@ fn walk_args(op: u32, c: &mut XdrCursor, cut: &mut bool) -> Result<Nfs4OpArgs> {
     Ok(a)
 }
 
-fn walk_res(op: u32, status: u32, c: &mut XdrCursor, cut: &mut bool) -> Result<Nfs4OpRes> {
+fn walk_res<'a>(
+    op: u32,
+    status: u32,
+    c: &mut XdrCursor<'a>,
+    cut: &mut bool,
+) -> Result<Nfs4OpRes<'a>> {
     use Nfs4OpRes as R;
     if !(OP_ACCESS..=OP_REMOVEXATTR).contains(&op) && op != OP_ILLEGAL {
         return Err(ParseError::Malformed("nfs4 unknown operation"));
@@ -1175,7 +1185,7 @@ fn walk_res(op: u32, status: u32, c: &mut XdrCursor, cut: &mut bool) -> Result<N
             R::Getattr { change, size }
         }
         OP_GETFH => R::GetFh {
-            fh: c.opaque(NFS4_FHSIZE)?.to_vec(),
+            fh: c.opaque(NFS4_FHSIZE)?,
         },
         OP_LINK | OP_REMOVE | OP_SETXATTR | OP_REMOVEXATTR => {
             c.skip(CHANGE_INFO4).map(|_| R::None)?
@@ -1664,7 +1674,7 @@ mod tests {
             assert_eq!(pair[0].op, ops[2 * i].0);
             assert_eq!(
                 pair[1].args,
-                Nfs4OpArgs::PutFh { fh: marker(i) },
+                Nfs4OpArgs::PutFh { fh: &marker(i) },
                 "after {}",
                 nfs4_op_name(pair[0].op)
             );
@@ -1720,7 +1730,7 @@ mod tests {
             };
             assert_eq!(
                 pair[1].res,
-                Nfs4OpRes::GetFh { fh: m },
+                Nfs4OpRes::GetFh { fh: &m },
                 "after {}",
                 nfs4_op_name(pair[0].op)
             );
@@ -1738,8 +1748,9 @@ mod tests {
             (OP_RENAME, args(OP_RENAME)),
             (OP_GETATTR, args(OP_GETATTR)),
         ];
-        let c = parse_compound4_args(&compound_args("tag1", 1, &ops)).unwrap();
-        assert_eq!((c.tag.as_str(), c.minorversion, c.num_ops), ("tag1", 1, 7));
+        let b = compound_args("tag1", 1, &ops);
+        let c = parse_compound4_args(&b).unwrap();
+        assert_eq!((&*c.tag, c.minorversion, c.num_ops), ("tag1", 1, 7));
         assert_eq!(
             c.sequence(),
             Some(&Nfs4OpArgs::Sequence {
@@ -1785,7 +1796,8 @@ mod tests {
             (OP_READ, res(OP_READ)),
             (OP_GETATTR, res(OP_GETATTR)),
         ];
-        let r = parse_compound4_res(&compound_res(0, &ops)).unwrap();
+        let b = compound_res(0, &ops);
+        let r = parse_compound4_res(&b).unwrap();
         assert_eq!(
             r.sequence(),
             Some(&Nfs4OpRes::Sequence {
@@ -1813,7 +1825,8 @@ mod tests {
             }
         );
         assert_eq!(r.principal_op().map(|o| o.op), Some(OP_READ));
-        let w = parse_compound4_res(&compound_res(0, &[(OP_WRITE, res(OP_WRITE))])).unwrap();
+        let b = compound_res(0, &[(OP_WRITE, res(OP_WRITE))]);
+        let w = parse_compound4_res(&b).unwrap();
         assert_eq!(
             w.ops[0].res,
             Nfs4OpRes::Write {
@@ -1821,7 +1834,8 @@ mod tests {
                 committed: 2
             }
         );
-        let o = parse_compound4_res(&compound_res(0, &[(OP_OPEN, res(OP_OPEN))])).unwrap();
+        let b = compound_res(0, &[(OP_OPEN, res(OP_OPEN))]);
+        let o = parse_compound4_res(&b).unwrap();
         assert_eq!(
             o.ops[0].res,
             Nfs4OpRes::Open {
@@ -1830,16 +1844,14 @@ mod tests {
                 delegation: 2
             }
         );
-        let s = parse_compound4_res(&compound_res(
-            0,
-            &[(OP_CREATE_SESSION, res(OP_CREATE_SESSION))],
-        ));
+        let b = compound_res(0, &[(OP_CREATE_SESSION, res(OP_CREATE_SESSION))]);
+        let s = parse_compound4_res(&b);
         let Nfs4OpRes::CreateSession { max_requests, .. } = s.unwrap().ops[0].res else {
             panic!()
         };
         assert_eq!(max_requests, 64);
-        let rp =
-            parse_compound4_res(&compound_res(0, &[(OP_READ_PLUS, res(OP_READ_PLUS))])).unwrap();
+        let b = compound_res(0, &[(OP_READ_PLUS, res(OP_READ_PLUS))]);
+        let rp = parse_compound4_res(&b).unwrap();
         assert_eq!(
             rp.ops[0].res,
             Nfs4OpRes::Read {
@@ -1856,7 +1868,8 @@ mod tests {
             (OP_PUTFH, Xdr::new().u32(0).done()),
             (OP_LOOKUP, Xdr::new().u32(2).done()),
         ];
-        let r = parse_compound4_res(&compound_res(2, &ops)).unwrap();
+        let b = compound_res(2, &ops);
+        let r = parse_compound4_res(&b).unwrap();
         assert_eq!((r.status, r.ops[1].status), (2, 2));
         assert_eq!(nfs4_status_name(r.status), "NFS4ERR_NOENT");
         assert_eq!(r.principal_op().map(|o| o.op), Some(OP_LOOKUP));
@@ -1902,7 +1915,8 @@ mod tests {
             (99, vec![0, 0, 0, 0]),
             (OP_GETATTR, args(OP_GETATTR)),
         ];
-        let c = parse_compound4_args(&compound_args("", 0, &ops)).unwrap();
+        let b = compound_args("", 0, &ops);
+        let c = parse_compound4_args(&b).unwrap();
         assert_eq!(c.ops.len(), 1);
         assert_eq!(
             c.stopped,

@@ -87,14 +87,32 @@ pub fn parse_record_mark(b: &[u8]) -> Result<RecordMark> {
 pub const MSG_CALL: u32 = 0;
 pub const MSG_REPLY: u32 = 1;
 
-/// AUTH_SYS credential body (RFC 5531 appendix A).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AuthSys {
+/// AUTH_SYS credential body (RFC 5531 appendix A), borrowed from the
+/// message: a call is parsed without allocating (every call of a capture
+/// carries one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AuthSys<'a> {
     pub stamp: u32,
-    pub machine_name: String,
+    /// As sent: an XDR string need not be UTF-8 (see [`AuthSys::machine_name_lossy`]).
+    pub machine_name: &'a [u8],
     pub uid: u32,
     pub gid: u32,
-    pub gids: Vec<u32>,
+    /// The auxiliary gids as sent, 4 bytes each (at most 16; see [`AuthSys::gids`]).
+    gids_xdr: &'a [u8],
+}
+
+impl<'a> AuthSys<'a> {
+    /// The machine name, invalid UTF-8 replaced.
+    pub fn machine_name_lossy(&self) -> std::borrow::Cow<'a, str> {
+        String::from_utf8_lossy(self.machine_name)
+    }
+
+    /// The auxiliary gids.
+    pub fn gids(&self) -> impl ExactSizeIterator<Item = u32> + 'a {
+        self.gids_xdr
+            .chunks_exact(4)
+            .map(|w| u32::from_be_bytes([w[0], w[1], w[2], w[3]]))
+    }
 }
 
 // RPCSEC_GSS procedures and services (RFC 2203 section 5).
@@ -106,22 +124,22 @@ pub const RPC_GSS_SVC_NONE: u32 = 1;
 pub const RPC_GSS_SVC_INTEGRITY: u32 = 2;
 pub const RPC_GSS_SVC_PRIVACY: u32 = 3;
 
-/// RPCSEC_GSS credential body (RFC 2203 section 5).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GssCred {
+/// RPCSEC_GSS credential body (RFC 2203 section 5), borrowed from the message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GssCred<'a> {
     pub version: u32,
     pub procedure: u32,
     pub seq_num: u32,
     pub service: u32,
-    pub handle: Vec<u8>,
+    pub handle: &'a [u8],
 }
 
 /// The decoded credential.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Credential {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Credential<'a> {
     None,
-    Sys(AuthSys),
-    Gss(GssCred),
+    Sys(AuthSys<'a>),
+    Gss(GssCred<'a>),
     /// AUTH_SHORT, AUTH_DH or an unknown flavor: the flavor and body length.
     Other {
         flavor: u32,
@@ -129,7 +147,7 @@ pub enum Credential {
     },
 }
 
-impl Credential {
+impl Credential<'_> {
     pub fn flavor(&self) -> u32 {
         match self {
             Credential::None => AUTH_NONE,
@@ -140,21 +158,21 @@ impl Credential {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CallHeader {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallHeader<'a> {
     pub xid: u32,
     pub rpcvers: u32,
     pub prog: u32,
     pub vers: u32,
     pub proc_: u32,
-    pub cred: Credential,
+    pub cred: Credential<'a>,
     pub verf_flavor: u32,
     /// Offset of the procedure arguments from the start of the message
     /// (the xid), i.e. after the verifier.
     pub body_offset: usize,
 }
 
-impl CallHeader {
+impl CallHeader<'_> {
     /// Where the program's own arguments start, unwrapping RPCSEC_GSS
     /// integrity (`databody_integ` length + seq_num, RFC 2203 5.3.2.2).
     /// `None` when the arguments are encrypted (privacy) or the call is a
@@ -252,12 +270,12 @@ impl ReplyHeader {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RpcMessage {
-    Call(CallHeader),
+pub enum RpcMessage<'a> {
+    Call(CallHeader<'a>),
     Reply(ReplyHeader),
 }
 
-impl RpcMessage {
+impl RpcMessage<'_> {
     pub fn xid(&self) -> u32 {
         match self {
             RpcMessage::Call(c) => c.xid,
@@ -268,7 +286,7 @@ impl RpcMessage {
 
 /// Decode an RPC message header. `b` starts at the xid (after the record
 /// mark on TCP, at the UDP payload start otherwise).
-pub fn parse_rpc_message(b: &[u8]) -> Result<RpcMessage> {
+pub fn parse_rpc_message(b: &[u8]) -> Result<RpcMessage<'_>> {
     let mut c = XdrCursor::new(b);
     let xid = c.u32()?;
     match c.u32()? {
@@ -279,7 +297,7 @@ pub fn parse_rpc_message(b: &[u8]) -> Result<RpcMessage> {
 }
 
 /// Decode a CALL header; fails with `Malformed` on a REPLY.
-pub fn parse_rpc_call(b: &[u8]) -> Result<CallHeader> {
+pub fn parse_rpc_call(b: &[u8]) -> Result<CallHeader<'_>> {
     match parse_rpc_message(b)? {
         RpcMessage::Call(c) => Ok(c),
         RpcMessage::Reply(_) => Err(ParseError::Malformed("rpc reply where call expected")),
@@ -294,7 +312,7 @@ pub fn parse_rpc_reply(b: &[u8]) -> Result<ReplyHeader> {
     }
 }
 
-fn parse_call_rest(xid: u32, c: &mut XdrCursor) -> Result<CallHeader> {
+fn parse_call_rest<'a>(xid: u32, c: &mut XdrCursor<'a>) -> Result<CallHeader<'a>> {
     let rpcvers = c.u32()?;
     if rpcvers != 2 {
         return Err(ParseError::Malformed("rpc version not 2"));
@@ -319,26 +337,23 @@ fn parse_call_rest(xid: u32, c: &mut XdrCursor) -> Result<CallHeader> {
     })
 }
 
-fn parse_credential(flavor: u32, body: &[u8]) -> Result<Credential> {
+fn parse_credential(flavor: u32, body: &[u8]) -> Result<Credential<'_>> {
     let mut c = XdrCursor::new(body);
     Ok(match flavor {
         AUTH_NONE => Credential::None,
         AUTH_SYS => {
             let stamp = c.u32()?;
-            let machine_name = String::from_utf8_lossy(c.string(255)?).into_owned();
+            let machine_name = c.string(255)?;
             let uid = c.u32()?;
             let gid = c.u32()?;
             let n = c.count(16)?;
-            let mut gids = Vec::with_capacity(c.capacity_hint(n, 4));
-            for _ in 0..n {
-                gids.push(c.u32()?);
-            }
+            let gids_xdr = c.take(n as usize * 4)?;
             Credential::Sys(AuthSys {
                 stamp,
                 machine_name,
                 uid,
                 gid,
-                gids,
+                gids_xdr,
             })
         }
         RPCSEC_GSS => Credential::Gss(GssCred {
@@ -346,7 +361,7 @@ fn parse_credential(flavor: u32, body: &[u8]) -> Result<Credential> {
             procedure: c.u32()?,
             seq_num: c.u32()?,
             service: c.u32()?,
-            handle: c.opaque(MAX_AUTH_BYTES)?.to_vec(),
+            handle: c.opaque(MAX_AUTH_BYTES)?,
         }),
         _ => Credential::Other {
             flavor,
@@ -518,11 +533,13 @@ pub(crate) mod tests {
         let Credential::Sys(s) = &c.cred else {
             panic!()
         };
-        assert_eq!(s.machine_name, "client");
+        assert_eq!(s.machine_name, b"client");
+        assert_eq!(s.machine_name_lossy(), "client");
         assert_eq!(
-            (s.uid, s.gid, s.gids.as_slice()),
-            (1000, 100, &[100, 27][..])
+            (s.uid, s.gid, s.gids().collect::<Vec<_>>()),
+            (1000, 100, vec![100, 27])
         );
+        assert_eq!(s.gids().len(), 2);
         assert_eq!(c.body_offset, b.len() - 4);
         assert_eq!(c.args_offset(), Some(c.body_offset));
         for n in 0..b.len() - 4 {

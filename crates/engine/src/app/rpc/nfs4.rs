@@ -11,6 +11,7 @@ use nastriage_proto::nfs4_records::{
     Nfs4OpArgs, Nfs4OpRes, OP_LOOKUPP, OP_PUTPUBFH, OP_PUTROOTFH, OP_RESTOREFH, OP_SAVEFH,
 };
 use nastriage_proto::ParseError;
+use std::borrow::Cow;
 
 use super::decode::{ReplyCtx, Want};
 use super::names::{join, parent, NameMap};
@@ -18,15 +19,23 @@ use crate::transactions::Transaction;
 
 type Res = Result<(), ParseError>;
 
+fn owned(path: &Option<Cow<'_, str>>) -> Option<String> {
+    path.as_deref().map(str::to_string)
+}
+
 fn set_principal(tx: &mut Transaction, opnums: &[u32]) -> Option<usize> {
     let principal = principal_op_index(opnums);
     match principal.and_then(|i| opnums.get(i)) {
+        // (Into the name the call set, "COMPOUND": most names fit its
+        // buffer, and a COMPOUND's name would otherwise be made twice.)
         Some(&op) => {
-            tx.op = nfs4_op_name(op).to_string();
+            tx.op.clear();
+            tx.op.push_str(nfs4_op_name(op));
             tx.op_code = op;
         }
         None => {
-            tx.op = "COMPOUND".to_string();
+            tx.op.clear();
+            tx.op.push_str("COMPOUND");
             tx.op_code = 1;
         }
     }
@@ -57,10 +66,12 @@ pub fn call(tx: &mut Transaction, rc: &mut ReplyCtx, args: &[u8], names: &NameMa
     tx.compound_ops = Some(names_joined(opnums.iter().copied()));
     let principal = set_principal(tx, &opnums);
 
-    // Follow the current handle's path through the operations.
-    let mut cur: Option<String> = None;
+    // Follow the current handle's path through the operations: borrowed
+    // from the name map until an operation makes a new one (most COMPOUNDs
+    // only PUTFH a known handle, and every request would copy its path).
+    let mut cur: Option<Cow<'_, str>> = None;
     let mut cur_fh: Option<&[u8]> = None;
-    let mut saved: (Option<String>, Option<&[u8]>) = (None, None);
+    let mut saved: (Option<Cow<'_, str>>, Option<&[u8]>) = (None, None);
     // The paths are kept only for a GETFH's result to be named.
     let has_getfh = a
         .ops
@@ -77,29 +88,29 @@ pub fn call(tx: &mut Transaction, rc: &mut ReplyCtx, args: &[u8], names: &NameMa
         match &o.args {
             Nfs4OpArgs::PutFh { fh } => {
                 cur_fh = Some(fh);
-                cur = names.get(fh).map(str::to_string);
+                cur = names.get(fh).map(Cow::Borrowed);
             }
             Nfs4OpArgs::Lookup { name } => {
-                cur = join(cur.as_deref(), name);
+                cur = join(cur.as_deref(), name).map(Cow::Owned);
                 cur_fh = None;
             }
             Nfs4OpArgs::Open { name, .. } => {
                 if let Some(n) = name {
-                    cur = join(cur.as_deref(), n);
+                    cur = join(cur.as_deref(), n).map(Cow::Owned);
                     cur_fh = None;
                 }
             }
             Nfs4OpArgs::Create { name, .. } => {
-                cur = join(cur.as_deref(), name);
+                cur = join(cur.as_deref(), name).map(Cow::Owned);
                 cur_fh = None;
             }
             _ => match o.op {
                 OP_PUTROOTFH | OP_PUTPUBFH => {
-                    cur = Some("/".to_string());
+                    cur = Some(Cow::Borrowed("/"));
                     cur_fh = None;
                 }
                 OP_LOOKUPP => {
-                    cur = cur.as_deref().and_then(parent);
+                    cur = cur.as_deref().and_then(parent).map(Cow::Owned);
                     cur_fh = None;
                 }
                 OP_SAVEFH => saved = (cur.clone(), cur_fh),
@@ -112,13 +123,13 @@ pub fn call(tx: &mut Transaction, rc: &mut ReplyCtx, args: &[u8], names: &NameMa
                 tx.file_handle = cur_fh.map(<[u8]>::to_vec);
             }
             tx.file_name = match &o.args {
-                Nfs4OpArgs::Lookup { .. } | Nfs4OpArgs::Create { .. } => cur.clone(),
-                Nfs4OpArgs::Open { name: Some(_), .. } => cur.clone(),
+                Nfs4OpArgs::Lookup { .. } | Nfs4OpArgs::Create { .. } => owned(&cur),
+                Nfs4OpArgs::Open { name: Some(_), .. } => owned(&cur),
                 Nfs4OpArgs::Remove { name } | Nfs4OpArgs::Link { name } => {
                     join(before.as_deref(), name)
                 }
                 Nfs4OpArgs::Rename { old, .. } => join(before.as_deref(), old),
-                _ => before.clone(),
+                _ => owned(&before),
             };
             match &o.args {
                 Nfs4OpArgs::Read { offset, count, .. } => {
@@ -154,7 +165,7 @@ pub fn call(tx: &mut Transaction, rc: &mut ReplyCtx, args: &[u8], names: &NameMa
             tx.highest_slot = Some(*highest_slot_id);
         }
         if has_getfh {
-            paths.push(cur.clone());
+            paths.push(owned(&cur));
         }
     }
     let cut = a.stopped.is_some_and(|s| s.error == ParseError::Incomplete);
@@ -184,7 +195,8 @@ pub fn reply(tx: &mut Transaction, rc: &ReplyCtx, res: &[u8], names: &mut NameMa
     };
     tx.status = Some(r.status);
     tx.status_name = Some(nfs4_status_name(r.status).to_string());
-    let mut st = String::new();
+    // (Most names are at most 8 bytes with their comma: one allocation.)
+    let mut st = String::with_capacity(8 * r.ops.len());
     for o in &r.ops {
         if !st.is_empty() {
             st.push(',');
@@ -225,7 +237,7 @@ pub fn reply(tx: &mut Transaction, rc: &ReplyCtx, res: &[u8], names: &mut NameMa
                     names.insert(fh, p.clone());
                 }
                 if tx.file_handle.is_none() {
-                    tx.file_handle = Some(fh.clone());
+                    tx.file_handle = Some(fh.to_vec());
                 }
             }
             Nfs4OpRes::Sequence {
