@@ -273,6 +273,10 @@ pub struct RetransTracker {
     /// new data starts above it, so most segments need no scan.
     max_start: Option<i64>,
     recent_rtx: VecDeque<Rtx>,
+    /// At most the smallest end of a retransmission in `recent_rtx` not yet
+    /// acknowledged: an ACK below it acknowledges none, and needs no scan
+    /// (most ACKs of a lossy copy, which keeps hundreds of them).
+    unacked_end_min: Option<i64>,
 }
 
 #[inline]
@@ -334,6 +338,7 @@ impl RetransTracker {
             if self.recent_rtx.len() == RECENT_RTX {
                 self.recent_rtx.pop_front();
             }
+            self.unacked_end_min = Some(self.unacked_end_min.map_or(end, |m| m.min(end)));
             self.recent_rtx.push_back(Rtx {
                 start,
                 end,
@@ -383,9 +388,38 @@ impl RetransTracker {
         far_min_ns: Option<i64>,
     ) -> Vec<Reclassified> {
         let mut out = Vec::new();
+        if self.unacked_end_min.is_some_and(|m| ack >= m) {
+            self.scan_acked(ack, ts, tsecr, far_min_ns, &mut out);
+        }
+        // Forget what can no longer be proved spurious by an early ACK and
+        // is too old for a D-SACK to matter.
+        while self
+            .recent_rtx
+            .front()
+            .is_some_and(|r| r.acked && ts - r.ts > 10_000_000_000)
+        {
+            self.recent_rtx.pop_front();
+        }
+        out
+    }
+
+    /// The retransmissions `ack` acknowledges first, some found spurious.
+    fn scan_acked(
+        &mut self,
+        ack: i64,
+        ts: i64,
+        tsecr: Option<u32>,
+        far_min_ns: Option<i64>,
+        out: &mut Vec<Reclassified>,
+    ) {
         let counts = &mut self.counts;
+        let mut unacked_end_min = None;
         for r in self.recent_rtx.iter_mut() {
-            if r.acked || r.end > ack {
+            if r.acked {
+                continue;
+            }
+            if r.end > ack {
+                unacked_end_min = Some(unacked_end_min.map_or(r.end, |m: i64| m.min(r.end)));
                 continue;
             }
             r.acked = true;
@@ -400,16 +434,7 @@ impl RetransTracker {
                 out.push(Self::make_spurious(counts, r));
             }
         }
-        // Forget what can no longer be proved spurious by an early ACK and
-        // is too old for a D-SACK to matter.
-        while self
-            .recent_rtx
-            .front()
-            .is_some_and(|r| r.acked && ts - r.ts > 10_000_000_000)
-        {
-            self.recent_rtx.pop_front();
-        }
-        out
+        self.unacked_end_min = unacked_end_min;
     }
 }
 
@@ -538,6 +563,66 @@ mod tests {
         assert_eq!(t.counts.dsacks, 2);
         assert_eq!(t.on_dsack(100, 200), None, "only once");
         assert_eq!(t.counts.total(), 1);
+    }
+
+    /// An ACK below every unacknowledged retransmission's end skips the
+    /// scan: the outcome is what scanning at every ACK gives, whatever the
+    /// order of the retransmissions' ends, the ACKs going back, D-SACKs and
+    /// retransmissions forgotten when too many wait.
+    #[test]
+    fn skipping_the_scan_changes_nothing() {
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = |n: u64| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) % n
+        };
+        for round in 0..200 {
+            let (mut fast, mut every) = (RetransTracker::default(), RetransTracker::default());
+            let (mut ack, mut ts) = (0i64, 0i64);
+            let mut spurious = 0;
+            for _ in 0..400 {
+                ts += next(3_000_000_000) as i64;
+                match next(10) {
+                    0..=3 => {
+                        let start = ack + next(20_000) as i64 - 2_000;
+                        let end = start + 1 + next(3_000) as i64;
+                        let class = if next(2) == 0 { Timeout } else { Fast };
+                        let tsval = (next(3) > 0).then(|| next(1000) as u32);
+                        for t in [&mut fast, &mut every] {
+                            t.record(class, None, start, end, ts, tsval, Some(1), Some(7));
+                        }
+                    }
+                    4..=8 => {
+                        // Mostly forward, now and then back (a stale ACK).
+                        ack = (ack + next(4_000) as i64 - 500).max(0);
+                        let tsecr = (next(3) > 0).then(|| next(1000) as u32);
+                        let far = (next(2) == 0).then(|| next(4_000_000_000) as i64);
+                        every.unacked_end_min = Some(i64::MIN); // (scan every time)
+                        let a = fast.on_ack(ack, ts, tsecr, far);
+                        let b = every.on_ack(ack, ts, tsecr, far);
+                        assert_eq!(a, b, "round {round}");
+                        spurious += a.len();
+                    }
+                    _ => {
+                        let l = ack + next(20_000) as i64 - 10_000;
+                        let r = l + 1 + next(2_000) as i64;
+                        assert_eq!(fast.on_dsack(l, r), every.on_dsack(l, r), "round {round}");
+                    }
+                }
+                assert_eq!(fast.counts, every.counts, "round {round}");
+                assert_eq!(
+                    fast.recent_rtx.len(),
+                    every.recent_rtx.len(),
+                    "round {round}"
+                );
+            }
+            assert!(
+                round > 0 || spurious > 0,
+                "the test makes no spurious retransmission"
+            );
+        }
     }
 
     #[test]
