@@ -6,7 +6,11 @@
 //!
 //! Each parser takes the bytes of one already-delimited message — an RPC
 //! record after TCP record marking, a UDP payload, an SMB2 message inside a
-//! NetBIOS/direct-TCP frame — and returns plain owned structs. There is no
+//! NetBIOS/direct-TCP frame — and returns plain structs. Fields that most
+//! messages carry (an RPC credential's machine name and gids, an NFSv4
+//! COMPOUND's tag and file handles) borrow from the input instead of being
+//! copied: every request of a capture goes through these parsers, some twice
+//! (the engine first asks whether a prefix suffices). There is no
 //! I/O, no TCP reassembly and no state carried from one message to the
 //! next. Matching replies to calls (XID, MessageId), service times, maps
 //! from file handles/FileIds to names, credit and slot accounting all live
