@@ -713,3 +713,21 @@ def test_the_loss_analysis_runs_once_and_only_for_rules_that_read_it(
     calls.clear()
     diagnose(_loss_capture(rows), rules={"metadata-heavy": RULES["metadata-heavy"]}, strict=True)
     assert not calls
+
+
+def test_every_rule_that_reads_the_loss_analysis_is_listed_for_its_head_start() -> None:
+    """``run._READ_THE_LOSS_ANALYSIS`` names the rules whose modules call the loss
+    analysis (``retrans.analyse``, by name or through the module). A rule left out would
+    still be right (it runs the analysis itself, cached) but lose the head start beside
+    the engine's digest; this keeps the list from drifting."""
+    import sys
+
+    from nastriage.diagnosis import retrans, run
+    from nastriage.diagnosis.rules import RULES
+
+    def reads_it(rule: Any) -> bool:
+        names = vars(sys.modules[rule.__module__]).values()
+        return any(v is retrans.analyse or v is retrans for v in names)
+
+    readers = {rule_id for rule_id, rule in RULES.items() if reads_it(rule)}
+    assert readers == run._READ_THE_LOSS_ANALYSIS
