@@ -12,7 +12,11 @@
 //! is the value's bits ordered as [`f64::total_cmp`] orders values, so the
 //! result is exactly the sorted vector's element. Sixteen bits per pass:
 //! at most four passes over the spilled values, read back a block at a
-//! time. Fewer values than a block are kept and sorted as before.
+//! time, shared by all the ranks asked ([`select`]). Fewer values than a
+//! block are kept and sorted as before.
+//!
+//! [`select`] works on any keys a caller can visit again: the SRT table's
+//! percentiles use it on response times spilled in blocks of its own.
 
 use crate::spill::{Span, Spill};
 
@@ -73,14 +77,23 @@ impl OrderStats {
             self.held.sort_unstable_by(f64::total_cmp);
             return ranks.iter().map(|&r| self.held.get(r).copied()).collect();
         }
+        let Some(range) = self.range else {
+            return vec![None; ranks.len()];
+        };
+        let within: Vec<u64> = ranks
+            .iter()
+            .filter(|&&r| r < n)
+            .map(|&r| r as u64)
+            .collect();
+        let mut keys = select(&within, range, BLOCK, &|f| self.each_key(f)).into_iter();
         ranks
             .iter()
-            .map(|&r| (r < n).then(|| self.select(r as u64)))
+            .map(|&r| if r < n { keys.next().map(value) } else { None })
             .collect()
     }
 
     /// Every value's key, spilled blocks first (order does not matter).
-    fn each_key(&self, mut f: impl FnMut(u64)) {
+    fn each_key(&self, f: &mut dyn FnMut(u64)) {
         for &span in &self.blocks {
             let bytes = self.spill.get(span);
             for c in bytes.chunks_exact(8) {
@@ -91,54 +104,99 @@ impl OrderStats {
         }
         self.held.iter().for_each(|&v| f(key(v)));
     }
+}
 
-    /// The value of rank `r` (< the count) by narrowing (module text).
-    fn select(&self, r: u64) -> f64 {
-        let Some((mut lo, mut hi)) = self.range else {
-            return 0.0;
-        };
-        // Values below `lo`.
-        let mut below = 0u64;
-        loop {
-            let width = hi - lo;
-            let mut shift = 0;
-            while width >> shift >= BUCKETS {
-                shift += 1;
+/// Visits every key (in any order), giving each to the function.
+pub(crate) type Keys<'a> = dyn Fn(&mut dyn FnMut(u64)) + 'a;
+
+/// The keys of ranks `ranks` (0-based, each below the number of keys) among
+/// the keys `each` visits, all within `range` (inclusive), holding at most
+/// `limit` of them at once, by narrowing (module text). The ranks share the
+/// passes over the keys: a pass counts per bucket of a key range for every
+/// rank whose bucket is that range, and one pass collects the buckets of
+/// several ranks (up to `limit` keys in all) to sort them. A few hundred
+/// thousand response times take three passes: the counts, the few buckets
+/// holding the ranks, and nothing more.
+pub(crate) fn select(ranks: &[u64], range: (u64, u64), limit: usize, each: &Keys<'_>) -> Vec<u64> {
+    let mut out = vec![0u64; ranks.len()];
+    // Key ranges still to narrow: (lo, hi, keys below lo, the ranks' indices).
+    let mut narrow = vec![(range.0, range.1, 0u64, (0..ranks.len()).collect::<Vec<_>>())];
+    // Buckets to collect and sort: (lo, hi, keys below lo, keys in it, indices).
+    let mut gather: Vec<(u64, u64, u64, u64, Vec<usize>)> = Vec::new();
+    while let Some((lo, hi, below, mut idx)) = narrow.pop() {
+        let width = hi - lo;
+        let mut shift = 0;
+        while width >> shift >= BUCKETS {
+            shift += 1;
+        }
+        let mut counts = vec![0u64; (width >> shift) as usize + 1];
+        each(&mut |k| {
+            if (lo..=hi).contains(&k) {
+                counts[((k - lo) >> shift) as usize] += 1;
             }
-            let mut counts = vec![0u64; (width >> shift) as usize + 1];
-            self.each_key(|k| {
-                if (lo..=hi).contains(&k) {
-                    counts[((k - lo) >> shift) as usize] += 1;
-                }
-            });
-            let mut b = counts.len() - 1;
-            for (i, &c) in counts.iter().enumerate() {
-                if below + c > r {
-                    b = i;
-                    break;
-                }
-                below += c;
+        });
+        idx.sort_unstable_by_key(|&i| ranks[i]);
+        let (mut b, mut b_below) = (0usize, below);
+        let mut i = 0;
+        while i < idx.len() {
+            // The bucket of the next rank (ranks ascend, so buckets do).
+            while b + 1 < counts.len() && b_below + counts[b] <= ranks[idx[i]] {
+                b_below += counts[b];
+                b += 1;
             }
+            let mut j = i + 1;
+            while j < idx.len() && ranks[idx[j]] < b_below + counts[b] {
+                j += 1;
+            }
+            let here: Vec<usize> = idx[i..j].to_vec();
             let b_lo = lo + ((b as u64) << shift);
             let b_hi = hi.min(b_lo + ((1u64 << shift) - 1));
             if shift == 0 {
                 // One key: every value in the bucket is this one.
-                return value(b_lo);
+                here.iter().for_each(|&t| out[t] = b_lo);
+            } else if counts[b] <= limit as u64 {
+                gather.push((b_lo, b_hi, b_below, counts[b], here));
+            } else {
+                narrow.push((b_lo, b_hi, b_below, here));
             }
-            if counts[b] <= BLOCK as u64 {
-                let mut keys = Vec::with_capacity(counts[b] as usize);
-                self.each_key(|k| {
-                    if (b_lo..=b_hi).contains(&k) {
-                        keys.push(k);
-                    }
-                });
-                keys.sort_unstable();
-                let at = (r - below) as usize;
-                return keys.get(at).map_or(0.0, |&k| value(k));
-            }
-            (lo, hi) = (b_lo, b_hi);
+            i = j;
         }
     }
+    // The buckets are disjoint; sorted, as many per pass as `limit` allows.
+    gather.sort_unstable_by_key(|g| g.0);
+    let mut first = 0;
+    while first < gather.len() {
+        let mut end = first + 1;
+        let mut held = gather[first].3;
+        while end < gather.len() && held + gather[end].3 <= limit as u64 {
+            held += gather[end].3;
+            end += 1;
+        }
+        let part = &gather[first..end];
+        let mut keys: Vec<Vec<u64>> = part
+            .iter()
+            .map(|g| Vec::with_capacity(g.3 as usize))
+            .collect();
+        let (lo, hi) = (part[0].0, part[part.len() - 1].1);
+        each(&mut |k| {
+            if (lo..=hi).contains(&k) {
+                let at = part.partition_point(|g| g.1 < k);
+                if let (Some(g), Some(v)) = (part.get(at), keys.get_mut(at)) {
+                    if g.0 <= k {
+                        v.push(k);
+                    }
+                }
+            }
+        });
+        for (g, v) in part.iter().zip(&mut keys) {
+            v.sort_unstable();
+            for &t in &g.4 {
+                out[t] = v.get((ranks[t] - g.2) as usize).copied().unwrap_or(g.0);
+            }
+        }
+        first = end;
+    }
+    out
 }
 
 #[cfg(test)]
@@ -245,6 +303,44 @@ mod tests {
         // Exactly a block, then one more.
         check(&times[..BLOCK]);
         check(&times[..BLOCK + 1]);
+    }
+
+    /// Narrowing several levels deep and collecting in several passes (a
+    /// limit of a few keys): every rank's key is the sorted one's.
+    #[test]
+    fn select_with_a_small_limit() {
+        let cases: Vec<Vec<u64>> = vec![
+            noise(5000, 5).iter().map(|x| x % 300).collect(),
+            noise(5000, 6),
+            noise(5000, 7)
+                .iter()
+                .map(|x| (x >> 50 << 50) | (x % 3))
+                .collect(),
+            vec![9; 100],
+        ];
+        for keys in cases {
+            let mut sorted = keys.clone();
+            sorted.sort_unstable();
+            let n = keys.len() as u64;
+            let ranks: Vec<u64> = [n - 1, 0, n / 2, n / 2, n / 2 + 1, n * 99 / 100, 1]
+                .into_iter()
+                .chain((0..n).step_by(97))
+                .collect();
+            let range = (sorted[0], sorted[sorted.len() - 1]);
+            for limit in [1, 3, 64, 10_000] {
+                let passes = std::cell::Cell::new(0);
+                let got = select(&ranks, range, limit, &|f| {
+                    passes.set(passes.get() + 1);
+                    keys.iter().for_each(|&k| f(k));
+                });
+                let want: Vec<u64> = ranks.iter().map(|&r| sorted[r as usize]).collect();
+                assert_eq!(got, want, "limit {limit}");
+                if limit == 10_000 {
+                    // The ranks share the passes: the counts, then the buckets.
+                    assert!(passes.get() <= 2, "{} passes", passes.get());
+                }
+            }
+        }
     }
 
     /// Without a temporary file the blocks stay in memory, with the same

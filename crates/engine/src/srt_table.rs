@@ -32,50 +32,175 @@ fn bucket(srt_ns: i64) -> usize {
 }
 
 /// Linear-interpolated percentile of sorted values (as numpy's default).
+#[cfg(test)]
 fn percentile(sorted: &[i64], p: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
     }
-    let rank = p / 100.0 * (sorted.len() - 1) as f64;
+    percentile_of(sorted.len(), p, |r| sorted[r])
+}
+
+/// The ranks (0-based) [`percentile_of`] reads for `p` of `n` values.
+fn percentile_ranks(n: usize, p: f64) -> (usize, usize, f64) {
+    let rank = p / 100.0 * (n - 1) as f64;
     let lo = rank.floor() as usize;
-    let hi = rank.ceil() as usize;
-    let frac = rank - lo as f64;
-    sorted[lo] as f64 + (sorted[hi] - sorted[lo]) as f64 * frac
+    (lo, rank.ceil() as usize, rank - lo as f64)
+}
+
+/// [`percentile`] of `n` (> 0) values, given the value of each rank it reads.
+fn percentile_of(n: usize, p: f64, at: impl Fn(usize) -> i64) -> f64 {
+    let (lo, hi, frac) = percentile_ranks(n, p);
+    at(lo) as f64 + (at(hi) - at(lo)) as f64 * frac
+}
+
+/// The percentiles of the table, in its columns' order.
+const PERCENTILES: [f64; 5] = [50.0, 90.0, 99.0, 99.9, 95.0];
+
+/// A group's response times in at most this many at once: more are not
+/// sorted but selected by narrowing (`order_stats::select`), so that one
+/// long copy's hundreds of thousands of READs do not make memory grow with
+/// the capture.
+const SORTED_MAX: usize = 1 << 16;
+
+/// What the table says of a group's response times: count, min, max, sum,
+/// the [`PERCENTILES`] and the histogram.
+struct SrtStats {
+    n: usize,
+    min: i64,
+    max: i64,
+    sum: i128,
+    pct: [f64; 5],
+    hist: [u64; HIST_BUCKETS],
+}
+
+impl SrtStats {
+    /// Of the samples in `parts` (at most [`SORTED_MAX`] held at once);
+    /// None without any. `buf` is reused from group to group.
+    fn of(parts: &[Samples], spill: &Spill, buf: &mut Vec<i64>) -> Option<Self> {
+        let n: usize = parts.iter().map(Samples::len).sum();
+        if n == 0 {
+            return None;
+        }
+        let mut hist = [0u64; HIST_BUCKETS];
+        if n <= SORTED_MAX {
+            buf.clear();
+            parts.iter().for_each(|p| p.load_into(buf, spill));
+            buf.sort_unstable();
+            let sorted = &buf[..];
+            sorted.iter().for_each(|s| hist[bucket(*s)] += 1);
+            return Some(SrtStats {
+                n,
+                min: sorted[0],
+                max: sorted[n - 1],
+                sum: sorted.iter().map(|x| *x as i128).sum(),
+                pct: PERCENTILES.map(|p| percentile_of(n, p, |r| sorted[r])),
+                hist,
+            });
+        }
+        let each = |f: &mut dyn FnMut(u64)| {
+            parts
+                .iter()
+                .for_each(|p| p.each(spill, &mut |v| f(order_key(v))));
+        };
+        let (mut min, mut max, mut sum) = (i64::MAX, i64::MIN, 0i128);
+        parts.iter().for_each(|p| {
+            p.each(spill, &mut |v| {
+                (min, max, sum) = (min.min(v), max.max(v), sum + v as i128);
+                hist[bucket(v)] += 1;
+            })
+        });
+        let mut ranks: Vec<u64> = PERCENTILES
+            .iter()
+            .flat_map(|&p| {
+                let (lo, hi, _) = percentile_ranks(n, p);
+                [lo as u64, hi as u64]
+            })
+            .collect();
+        ranks.sort_unstable();
+        ranks.dedup();
+        let keys =
+            crate::order_stats::select(&ranks, (order_key(min), order_key(max)), SORTED_MAX, &each);
+        let at = |r: usize| {
+            let i = ranks.partition_point(|&x| x < r as u64);
+            keys.get(i).map_or(0, |&k| (k ^ 1 << 63) as i64)
+        };
+        Some(SrtStats {
+            n,
+            min,
+            max,
+            sum,
+            pct: PERCENTILES.map(|p| percentile_of(n, p, at)),
+            hist,
+        })
+    }
+}
+
+/// `v`'s bits as an integer ordered as the values are.
+fn order_key(v: i64) -> u64 {
+    (v as u64) ^ 1 << 63
 }
 
 /// Response times per spilled block (2 KB: every group keeps one partly
 /// filled in memory).
 const SAMPLES_BLOCK: usize = 256;
 
-/// A group's response times: the newest in memory, full blocks in the
-/// spill (exact percentiles need every one, but only at the end, and one
-/// group at a time).
+/// Response times held in the groups' partly filled blocks, at most: past
+/// it every group's is spilled, full or not. A capture of one long copy
+/// goes through thousands of files, each a group of the file breakdown
+/// that would otherwise keep its last partial block (up to 2 KB) to the
+/// end, and memory would grow with the number of files copied.
+const HELD_MAX: usize = 1 << 14;
+
+/// A group's response times: the newest in memory, blocks in the spill
+/// (exact percentiles need every one, but only at the end, and one group
+/// at a time).
 #[derive(Debug, Default)]
 struct Samples {
     tail: Vec<i64>,
     blocks: Vec<Span>,
+    count: usize,
 }
 
 impl Samples {
-    fn push(&mut self, ns: i64, spill: &mut Spill) {
+    /// Add a response time; true when it filled a block, which went to the
+    /// spill.
+    fn push(&mut self, ns: i64, spill: &mut Spill) -> bool {
         self.tail.push(ns);
+        self.count += 1;
         if self.tail.len() >= SAMPLES_BLOCK {
+            self.spill_tail(spill);
+            self.tail.clear();
+            return true;
+        }
+        false
+    }
+
+    /// The newest response times to the spill (they stay in the tail).
+    fn spill_tail(&mut self, spill: &mut Spill) {
+        if !self.tail.is_empty() {
             let bytes = self.tail.iter().flat_map(|v| v.to_le_bytes()).collect();
             self.blocks.push(spill.put(bytes));
-            self.tail.clear();
         }
     }
 
+    fn len(&self) -> usize {
+        self.count
+    }
+
     fn load_into(&self, out: &mut Vec<i64>, spill: &Spill) {
+        self.each(spill, &mut |v| out.push(v));
+    }
+
+    /// Every sample, spilled blocks first.
+    fn each(&self, spill: &Spill, f: &mut dyn FnMut(i64)) {
         for span in &self.blocks {
             let bytes = spill.get(*span);
-            out.extend(
-                bytes
-                    .chunks_exact(8)
-                    .filter_map(|c| c.try_into().ok().map(i64::from_le_bytes)),
-            );
+            bytes
+                .chunks_exact(8)
+                .filter_map(|c| c.try_into().ok().map(i64::from_le_bytes))
+                .for_each(&mut *f);
         }
-        out.extend_from_slice(&self.tail);
+        self.tail.iter().for_each(|&v| f(v));
     }
 }
 
@@ -167,6 +292,8 @@ pub(crate) struct SrtBuilder {
     /// Keys of the file breakdown (bounded).
     pub(crate) files: FileNames,
     spill: Spill,
+    /// Response times in the groups' partly filled blocks (see [`HELD_MAX`]).
+    held: usize,
     /// The groups of the last few kinds of request (see [`Recent`]).
     recent: Vec<Recent>,
     /// The entry of `recent` to replace next.
@@ -266,12 +393,24 @@ impl SrtBuilder {
             };
             g.calls += 1;
             match t.srt_ns() {
-                Some(s) => g.srt.push(s, &mut self.spill),
+                Some(s) => {
+                    self.held += 1;
+                    if g.srt.push(s, &mut self.spill) {
+                        self.held -= SAMPLES_BLOCK;
+                    }
+                }
                 None => g.unanswered += 1,
             }
             if failed {
                 g.errors += 1;
             }
+        }
+        if self.held > HELD_MAX {
+            for (_, g) in &mut self.groups {
+                g.srt.spill_tail(&mut self.spill);
+                g.srt.tail = Vec::new();
+            }
+            self.held = 0;
         }
     }
 
@@ -362,12 +501,9 @@ impl SrtBuilder {
         // table is kept as long as the analysis.)
         let mut hist =
             ListBuilder::with_capacity(UInt64Builder::with_capacity(n * HIST_BUCKETS), n);
-        let mut srt: Vec<i64> = Vec::new();
+        let mut buf: Vec<i64> = Vec::new();
         for ((b, p, v, o, c, k), g) in groups {
-            srt.clear();
-            for part in &g.srt {
-                part.load_into(&mut srt, &self.spill);
-            }
+            let stats = SrtStats::of(&g.srt, &self.spill, &mut buf);
             by.append_value(b);
             key.append_value(k);
             proto.append_value(p);
@@ -375,34 +511,28 @@ impl SrtBuilder {
             op.append_value(o);
             code.append_value(c);
             calls.append_value(g.calls);
-            answered.append_value(srt.len() as u64);
+            answered.append_value(stats.as_ref().map_or(0, |s| s.n as u64));
             unanswered.append_value(g.unanswered);
             errors.append_value(g.errors);
-            srt.sort_unstable();
             let ms = |x: f64| x / 1e6;
-            let vals: [Option<f64>; 9] = if srt.is_empty() {
-                [None; 9]
-            } else {
-                let sum: i128 = srt.iter().map(|x| *x as i128).sum();
-                [
-                    Some(ms(srt[0] as f64)),
-                    Some(ms(srt[srt.len() - 1] as f64)),
-                    Some(ms(sum as f64 / srt.len() as f64)),
-                    Some(ms(sum as f64)),
-                    Some(ms(percentile(&srt, 50.0))),
-                    Some(ms(percentile(&srt, 90.0))),
-                    Some(ms(percentile(&srt, 99.0))),
-                    Some(ms(percentile(&srt, 99.9))),
-                    Some(ms(percentile(&srt, 95.0))),
-                ]
+            let vals: [Option<f64>; 9] = match &stats {
+                None => [None; 9],
+                Some(s) => [
+                    Some(ms(s.min as f64)),
+                    Some(ms(s.max as f64)),
+                    Some(ms(s.sum as f64 / s.n as f64)),
+                    Some(ms(s.sum as f64)),
+                    Some(ms(s.pct[0])),
+                    Some(ms(s.pct[1])),
+                    Some(ms(s.pct[2])),
+                    Some(ms(s.pct[3])),
+                    Some(ms(s.pct[4])),
+                ],
             };
             for (b, v) in f64s.iter_mut().zip(vals) {
                 b.append_option(v);
             }
-            let mut h = [0u64; HIST_BUCKETS];
-            for s in &srt {
-                h[bucket(*s)] += 1;
-            }
+            let h = stats.map_or([0u64; HIST_BUCKETS], |s| s.hist);
             hist.values().append_slice(&h);
             hist.append(true);
         }
@@ -522,15 +652,16 @@ mod tests {
 
     /// Groups of thousands of requests (most response times in the spill)
     /// give the same statistics as their samples taken at once.
-    #[test]
-    fn spilled_samples_give_exact_statistics() {
+    /// The statistics of `count` requests spread over three operations
+    /// (response times with repeats) are the sorted samples' exactly.
+    fn check_exact_statistics(count: i64) {
         use crate::transactions::PduSpan;
-        use arrow_array::{Float64Array, StringArray, UInt64Array};
+        use arrow_array::{Float64Array, ListArray, StringArray, UInt64Array};
         let mut b = SrtBuilder::default();
         let mut by_op: BTreeMap<String, Vec<i64>> = BTreeMap::new();
-        for i in 0..(9 * SAMPLES_BLOCK as i64 + 17) {
+        for i in 0..count {
             let op = ["READ", "WRITE", "GETATTR"][(i % 3) as usize];
-            let srt = (i * 7919) % 100_000 + 1_000;
+            let srt = (i * 7919) % 100_000 + 1_000 + (i % 5 == 0) as i64 * (i % 7) * 1_000_000;
             by_op.entry(op.to_string()).or_default().push(srt);
             let t = Transaction {
                 protocol: "nfs",
@@ -552,24 +683,25 @@ mod tests {
         // Most samples went to the spill.
         assert!(b.groups.iter().all(|(_, g)| g.srt.blocks.len() >= 3));
         let table = b.finish(&ConversationTable::default());
-        let col = |name: &str| table.column_by_name(name).cloned();
-        let by = col("breakdown").expect("breakdown");
+        let col = |name: &str| table.column_by_name(name).cloned().expect(name);
+        let by = col("breakdown");
         let by = by.as_any().downcast_ref::<StringArray>().expect("strings");
-        let op = col("op").expect("op");
+        let op = col("op");
         let op = op.as_any().downcast_ref::<StringArray>().expect("strings");
-        let answered = col("answered").expect("answered");
+        let answered = col("answered");
         let answered = answered
             .as_any()
             .downcast_ref::<UInt64Array>()
             .expect("u64");
-        let f = |name: &str| col(name).expect(name);
-        let (p50, p99, avg) = (f("p50_ms"), f("p99_ms"), f("avg_ms"));
-        let as_f64 = |a: &ArrayRef| a.as_any().downcast_ref::<Float64Array>().cloned();
-        let (p50, p99, avg) = (
-            as_f64(&p50).expect("f64"),
-            as_f64(&p99).expect("f64"),
-            as_f64(&avg).expect("f64"),
-        );
+        let hist = col("histogram_log2_us");
+        let hist = hist.as_any().downcast_ref::<ListArray>().expect("list");
+        let f64s = |name: &str| {
+            col(name)
+                .as_any()
+                .downcast_ref::<Float64Array>()
+                .cloned()
+                .expect("f64")
+        };
         let mut seen = 0;
         for row in 0..table.num_rows() {
             if by.value(row) != "op" {
@@ -577,19 +709,118 @@ mod tests {
             }
             let mut want = by_op[op.value(row)].clone();
             want.sort_unstable();
-            assert_eq!(answered.value(row), want.len() as u64);
-            let mean = want.iter().sum::<i64>() as f64 / want.len() as f64;
-            assert_eq!(p50.value(row), percentile(&want, 50.0) / 1e6);
-            assert_eq!(p99.value(row), percentile(&want, 99.0) / 1e6);
-            assert!((avg.value(row) - mean / 1e6).abs() < 1e-12);
+            let n = want.len();
+            assert_eq!(answered.value(row), n as u64);
+            let ms = |x: f64| x / 1e6;
+            let exact = [
+                ("min_ms", ms(want[0] as f64)),
+                ("max_ms", ms(want[n - 1] as f64)),
+                ("p50_ms", ms(percentile(&want, 50.0))),
+                ("p90_ms", ms(percentile(&want, 90.0))),
+                ("p99_ms", ms(percentile(&want, 99.0))),
+                ("p99_9_ms", ms(percentile(&want, 99.9))),
+                ("p95_ms", ms(percentile(&want, 95.0))),
+            ];
+            for (name, v) in exact {
+                assert_eq!(f64s(name).value(row), v, "{name} of {n}");
+            }
+            let mean = want.iter().sum::<i64>() as f64 / n as f64;
+            assert!((f64s("avg_ms").value(row) - mean / 1e6).abs() < 1e-12);
+            let mut h = vec![0u64; HIST_BUCKETS];
+            want.iter().for_each(|s| h[bucket(*s)] += 1);
+            let got = hist.value(row);
+            let got = got.as_any().downcast_ref::<UInt64Array>().expect("u64");
+            assert_eq!(got.values().to_vec(), h);
             seen += 1;
         }
         assert_eq!(seen, 3);
     }
 
-    /// Requests cycling through more kinds than are remembered (and some
-    /// repeating one kind), with files, failures and unanswered ones: every
-    /// group counts what a count by hand over the requests gives.
+    #[test]
+    fn spilled_samples_give_exact_statistics() {
+        check_exact_statistics(9 * SAMPLES_BLOCK as i64 + 17);
+    }
+
+    /// Groups of more samples than are sorted at once: selected, with the
+    /// same results.
+    #[test]
+    fn large_groups_give_exact_statistics() {
+        check_exact_statistics(3 * SORTED_MAX as i64 + 3 * 1000 + 2);
+    }
+
+    /// A copy of many files one after the other, coming back to each: the
+    /// files' partly filled blocks are spilled once too many are held, and
+    /// every statistic is still exact.
+    #[test]
+    fn partial_blocks_of_many_files_are_bounded() {
+        use crate::transactions::PduSpan;
+        use arrow_array::{Float64Array, StringArray, UInt64Array};
+        let mut b = SrtBuilder::default();
+        let mut by_file: BTreeMap<String, Vec<i64>> = BTreeMap::new();
+        let mut most_held = 0;
+        for i in 0..120_000i64 {
+            let file = format!("f{}", (i / 70) % 700);
+            let srt = (i * 7919) % 3_000_000 + 500;
+            by_file.entry(file.clone()).or_default().push(srt);
+            let t = Transaction {
+                protocol: "nfs",
+                transport: "tcp",
+                version: 3,
+                op: "READ".into(),
+                file_name: Some(file),
+                request: PduSpan {
+                    last_ts: i * 1_000_000,
+                    ..Default::default()
+                },
+                reply: Some(PduSpan {
+                    last_ts: i * 1_000_000 + srt,
+                    ..Default::default()
+                }),
+                ..Default::default()
+            };
+            b.add(&t);
+            let held: usize = b.groups.iter().map(|(_, g)| g.srt.tail.capacity()).sum();
+            most_held = most_held.max(held);
+        }
+        // (Every file's partial blocks alone would be 700 × 2 KB.)
+        assert!(
+            most_held <= 2 * HELD_MAX + 4 * SAMPLES_BLOCK,
+            "{most_held} held"
+        );
+        let table = b.finish(&ConversationTable::default());
+        let col = |name: &str| table.column_by_name(name).cloned().expect(name);
+        let (by, key) = (col("breakdown"), col("key"));
+        let by = by.as_any().downcast_ref::<StringArray>().expect("strings");
+        let key = key.as_any().downcast_ref::<StringArray>().expect("strings");
+        let answered = col("answered");
+        let answered = answered
+            .as_any()
+            .downcast_ref::<UInt64Array>()
+            .expect("u64");
+        let f64s = |name: &str| {
+            col(name)
+                .as_any()
+                .downcast_ref::<Float64Array>()
+                .cloned()
+                .expect("f64")
+        };
+        let (p50, p99, max) = (f64s("p50_ms"), f64s("p99_ms"), f64s("max_ms"));
+        let mut seen = 0;
+        for row in 0..table.num_rows() {
+            if by.value(row) != "file" {
+                continue;
+            }
+            let mut want = by_file[key.value(row)].clone();
+            want.sort_unstable();
+            assert_eq!(answered.value(row), want.len() as u64);
+            assert_eq!(p50.value(row), percentile(&want, 50.0) / 1e6);
+            assert_eq!(p99.value(row), percentile(&want, 99.0) / 1e6);
+            assert_eq!(max.value(row), want[want.len() - 1] as f64 / 1e6);
+            seen += 1;
+        }
+        assert_eq!(seen, 700);
+    }
+
     #[test]
     fn groups_count_every_request_whatever_the_order() {
         use arrow_array::{StringArray, UInt64Array};
