@@ -150,7 +150,7 @@ pub(crate) fn select(ranks: &[u64], range: (u64, u64), limit: usize, each: &Keys
             }
             let here: Vec<usize> = idx[i..j].to_vec();
             let b_lo = lo + ((b as u64) << shift);
-            let b_hi = hi.min(b_lo + ((1u64 << shift) - 1));
+            let b_hi = hi.min(b_lo.saturating_add((1u64 << shift) - 1));
             if shift == 0 {
                 // One key: every value in the bucket is this one.
                 here.iter().for_each(|&t| out[t] = b_lo);
@@ -317,6 +317,11 @@ mod tests {
                 .map(|x| (x >> 50 << 50) | (x % 3))
                 .collect(),
             vec![9; 100],
+            // Keys up to the largest, above a range start off the buckets'
+            // alignment (a bucket's end must not overflow).
+            std::iter::once(5)
+                .chain(noise(3000, 8).iter().map(|x| u64::MAX - x % 1000))
+                .collect(),
         ];
         for keys in cases {
             let mut sorted = keys.clone();
