@@ -140,8 +140,8 @@ fn order_key(v: i64) -> u64 {
     (v as u64) ^ 1 << 63
 }
 
-/// Response times per spilled block (2 KB: every group keeps one partly
-/// filled in memory).
+/// Response times per spilled block (2 KB: a group fills one in memory;
+/// all the partly filled ones together are bounded by [`HELD_MAX`]).
 const SAMPLES_BLOCK: usize = 256;
 
 /// Response times held in the groups' partly filled blocks, at most: past
