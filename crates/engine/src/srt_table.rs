@@ -652,10 +652,38 @@ mod tests {
 
     /// Groups of thousands of requests (most response times in the spill)
     /// give the same statistics as their samples taken at once.
+    /// Answered NFSv3 request `i` (requests a millisecond apart).
+    fn answered_request(i: i64, op: &str, file: Option<String>, srt: i64) -> Transaction {
+        use crate::transactions::PduSpan;
+        Transaction {
+            protocol: "nfs",
+            transport: "tcp",
+            version: 3,
+            op: op.into(),
+            file_name: file,
+            request: PduSpan {
+                last_ts: i * 1_000_000,
+                ..Default::default()
+            },
+            reply: Some(PduSpan {
+                last_ts: i * 1_000_000 + srt,
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    /// A column of `table`, as its array type.
+    fn column<A: Array + Clone + 'static>(table: &RecordBatch, name: &str) -> A {
+        table
+            .column_by_name(name)
+            .and_then(|c| c.as_any().downcast_ref::<A>().cloned())
+            .expect(name)
+    }
+
     /// The statistics of `count` requests spread over three operations
     /// (response times with repeats) are the sorted samples' exactly.
     fn check_exact_statistics(count: i64) {
-        use crate::transactions::PduSpan;
         use arrow_array::{Float64Array, ListArray, StringArray, UInt64Array};
         let mut b = SrtBuilder::default();
         let mut by_op: BTreeMap<String, Vec<i64>> = BTreeMap::new();
@@ -663,45 +691,16 @@ mod tests {
             let op = ["READ", "WRITE", "GETATTR"][(i % 3) as usize];
             let srt = (i * 7919) % 100_000 + 1_000 + (i % 5 == 0) as i64 * (i % 7) * 1_000_000;
             by_op.entry(op.to_string()).or_default().push(srt);
-            let t = Transaction {
-                protocol: "nfs",
-                transport: "tcp",
-                version: 3,
-                op: op.into(),
-                request: PduSpan {
-                    last_ts: i * 1_000_000,
-                    ..Default::default()
-                },
-                reply: Some(PduSpan {
-                    last_ts: i * 1_000_000 + srt,
-                    ..Default::default()
-                }),
-                ..Default::default()
-            };
-            b.add(&t);
+            b.add(&answered_request(i, op, None, srt));
         }
         // Most samples went to the spill.
         assert!(b.groups.iter().all(|(_, g)| g.srt.blocks.len() >= 3));
         let table = b.finish(&ConversationTable::default());
-        let col = |name: &str| table.column_by_name(name).cloned().expect(name);
-        let by = col("breakdown");
-        let by = by.as_any().downcast_ref::<StringArray>().expect("strings");
-        let op = col("op");
-        let op = op.as_any().downcast_ref::<StringArray>().expect("strings");
-        let answered = col("answered");
-        let answered = answered
-            .as_any()
-            .downcast_ref::<UInt64Array>()
-            .expect("u64");
-        let hist = col("histogram_log2_us");
-        let hist = hist.as_any().downcast_ref::<ListArray>().expect("list");
-        let f64s = |name: &str| {
-            col(name)
-                .as_any()
-                .downcast_ref::<Float64Array>()
-                .cloned()
-                .expect("f64")
-        };
+        let by: StringArray = column(&table, "breakdown");
+        let op: StringArray = column(&table, "op");
+        let answered: UInt64Array = column(&table, "answered");
+        let hist: ListArray = column(&table, "histogram_log2_us");
+        let f64s = |name: &str| column::<Float64Array>(&table, name);
         let mut seen = 0;
         for row in 0..table.num_rows() {
             if by.value(row) != "op" {
@@ -753,7 +752,6 @@ mod tests {
     /// every statistic is still exact.
     #[test]
     fn partial_blocks_of_many_files_are_bounded() {
-        use crate::transactions::PduSpan;
         use arrow_array::{Float64Array, StringArray, UInt64Array};
         let mut b = SrtBuilder::default();
         let mut by_file: BTreeMap<String, Vec<i64>> = BTreeMap::new();
@@ -762,23 +760,7 @@ mod tests {
             let file = format!("f{}", (i / 70) % 700);
             let srt = (i * 7919) % 3_000_000 + 500;
             by_file.entry(file.clone()).or_default().push(srt);
-            let t = Transaction {
-                protocol: "nfs",
-                transport: "tcp",
-                version: 3,
-                op: "READ".into(),
-                file_name: Some(file),
-                request: PduSpan {
-                    last_ts: i * 1_000_000,
-                    ..Default::default()
-                },
-                reply: Some(PduSpan {
-                    last_ts: i * 1_000_000 + srt,
-                    ..Default::default()
-                }),
-                ..Default::default()
-            };
-            b.add(&t);
+            b.add(&answered_request(i, "READ", Some(file), srt));
             let held: usize = b.groups.iter().map(|(_, g)| g.srt.tail.capacity()).sum();
             most_held = most_held.max(held);
         }
@@ -788,22 +770,10 @@ mod tests {
             "{most_held} held"
         );
         let table = b.finish(&ConversationTable::default());
-        let col = |name: &str| table.column_by_name(name).cloned().expect(name);
-        let (by, key) = (col("breakdown"), col("key"));
-        let by = by.as_any().downcast_ref::<StringArray>().expect("strings");
-        let key = key.as_any().downcast_ref::<StringArray>().expect("strings");
-        let answered = col("answered");
-        let answered = answered
-            .as_any()
-            .downcast_ref::<UInt64Array>()
-            .expect("u64");
-        let f64s = |name: &str| {
-            col(name)
-                .as_any()
-                .downcast_ref::<Float64Array>()
-                .cloned()
-                .expect("f64")
-        };
+        let by: StringArray = column(&table, "breakdown");
+        let key: StringArray = column(&table, "key");
+        let answered: UInt64Array = column(&table, "answered");
+        let f64s = |name: &str| column::<Float64Array>(&table, name);
         let (p50, p99, max) = (f64s("p50_ms"), f64s("p99_ms"), f64s("max_ms"));
         let mut seen = 0;
         for row in 0..table.num_rows() {
