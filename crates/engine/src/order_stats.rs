@@ -119,11 +119,24 @@ pub(crate) type Keys<'a> = dyn Fn(&mut dyn FnMut(u64)) + 'a;
 /// holding the ranks, and nothing more.
 pub(crate) fn select(ranks: &[u64], range: (u64, u64), limit: usize, each: &Keys<'_>) -> Vec<u64> {
     let mut out = vec![0u64; ranks.len()];
-    // Key ranges still to narrow: (lo, hi, keys below lo, the ranks' indices).
-    let mut narrow = vec![(range.0, range.1, 0u64, (0..ranks.len()).collect::<Vec<_>>())];
-    // Buckets to collect and sort: (lo, hi, keys below lo, keys in it, indices).
-    let mut gather: Vec<(u64, u64, u64, u64, Vec<usize>)> = Vec::new();
-    while let Some((lo, hi, below, mut idx)) = narrow.pop() {
+    let all = Bucket {
+        lo: range.0,
+        hi: range.1,
+        below: 0,
+        keys: 0,
+        ranks: (0..ranks.len()).collect(),
+    };
+    // Key ranges still to narrow, and buckets to collect and sort.
+    let mut narrow = vec![all];
+    let mut gather: Vec<Bucket> = Vec::new();
+    while let Some(Bucket {
+        lo,
+        hi,
+        below,
+        ranks: mut idx,
+        ..
+    }) = narrow.pop()
+    {
         let width = hi - lo;
         let mut shift = 0;
         while width >> shift >= BUCKETS {
@@ -148,41 +161,46 @@ pub(crate) fn select(ranks: &[u64], range: (u64, u64), limit: usize, each: &Keys
             while j < idx.len() && ranks[idx[j]] < b_below + counts[b] {
                 j += 1;
             }
-            let here: Vec<usize> = idx[i..j].to_vec();
             let b_lo = lo + ((b as u64) << shift);
-            let b_hi = hi.min(b_lo.saturating_add((1u64 << shift) - 1));
+            let bucket = Bucket {
+                lo: b_lo,
+                hi: hi.min(b_lo.saturating_add((1u64 << shift) - 1)),
+                below: b_below,
+                keys: counts[b],
+                ranks: idx[i..j].to_vec(),
+            };
             if shift == 0 {
                 // One key: every value in the bucket is this one.
-                here.iter().for_each(|&t| out[t] = b_lo);
-            } else if counts[b] <= limit as u64 {
-                gather.push((b_lo, b_hi, b_below, counts[b], here));
+                bucket.ranks.iter().for_each(|&t| out[t] = b_lo);
+            } else if bucket.keys <= limit as u64 {
+                gather.push(bucket);
             } else {
-                narrow.push((b_lo, b_hi, b_below, here));
+                narrow.push(bucket);
             }
             i = j;
         }
     }
     // The buckets are disjoint; sorted, as many per pass as `limit` allows.
-    gather.sort_unstable_by_key(|g| g.0);
+    gather.sort_unstable_by_key(|g| g.lo);
     let mut first = 0;
     while first < gather.len() {
         let mut end = first + 1;
-        let mut held = gather[first].3;
-        while end < gather.len() && held + gather[end].3 <= limit as u64 {
-            held += gather[end].3;
+        let mut held = gather[first].keys;
+        while end < gather.len() && held + gather[end].keys <= limit as u64 {
+            held += gather[end].keys;
             end += 1;
         }
         let part = &gather[first..end];
         let mut keys: Vec<Vec<u64>> = part
             .iter()
-            .map(|g| Vec::with_capacity(g.3 as usize))
+            .map(|g| Vec::with_capacity(g.keys as usize))
             .collect();
-        let (lo, hi) = (part[0].0, part[part.len() - 1].1);
+        let (lo, hi) = (part[0].lo, part[part.len() - 1].hi);
         each(&mut |k| {
             if (lo..=hi).contains(&k) {
-                let at = part.partition_point(|g| g.1 < k);
+                let at = part.partition_point(|g| g.hi < k);
                 if let (Some(g), Some(v)) = (part.get(at), keys.get_mut(at)) {
-                    if g.0 <= k {
+                    if g.lo <= k {
                         v.push(k);
                     }
                 }
@@ -190,13 +208,26 @@ pub(crate) fn select(ranks: &[u64], range: (u64, u64), limit: usize, each: &Keys
         });
         for (g, v) in part.iter().zip(&mut keys) {
             v.sort_unstable();
-            for &t in &g.4 {
-                out[t] = v.get((ranks[t] - g.2) as usize).copied().unwrap_or(g.0);
+            for &t in &g.ranks {
+                out[t] = v
+                    .get((ranks[t] - g.below) as usize)
+                    .copied()
+                    .unwrap_or(g.lo);
             }
         }
         first = end;
     }
     out
+}
+
+/// A key range in [`select`]: its keys `lo..=hi`, how many keys lie below
+/// it, how many in it (once counted), and the indices of the ranks in it.
+struct Bucket {
+    lo: u64,
+    hi: u64,
+    below: u64,
+    keys: u64,
+    ranks: Vec<usize>,
 }
 
 #[cfg(test)]

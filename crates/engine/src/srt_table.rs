@@ -81,55 +81,54 @@ impl SrtStats {
         if n == 0 {
             return None;
         }
-        let mut hist = [0u64; HIST_BUCKETS];
-        if n <= SORTED_MAX {
-            buf.clear();
-            parts.iter().for_each(|p| p.load_into(buf, spill));
-            buf.sort_unstable();
-            let sorted = &buf[..];
-            sorted.iter().for_each(|s| hist[bucket(*s)] += 1);
-            return Some(SrtStats {
-                n,
-                min: sorted[0],
-                max: sorted[n - 1],
-                sum: sorted.iter().map(|x| *x as i128).sum(),
-                pct: PERCENTILES.map(|p| percentile_of(n, p, |r| sorted[r])),
-                hist,
-            });
-        }
-        let each = |f: &mut dyn FnMut(u64)| {
-            parts
-                .iter()
-                .for_each(|p| p.each(spill, &mut |v| f(order_key(v))));
-        };
+        // One pass for what needs no order; the samples are kept for sorting
+        // only when few enough.
+        let sort = n <= SORTED_MAX;
+        buf.clear();
         let (mut min, mut max, mut sum) = (i64::MAX, i64::MIN, 0i128);
+        let mut hist = [0u64; HIST_BUCKETS];
         parts.iter().for_each(|p| {
             p.each(spill, &mut |v| {
                 (min, max, sum) = (min.min(v), max.max(v), sum + v as i128);
                 hist[bucket(v)] += 1;
+                if sort {
+                    buf.push(v);
+                }
             })
         });
-        let mut ranks: Vec<u64> = PERCENTILES
-            .iter()
-            .flat_map(|&p| {
-                let (lo, hi, _) = percentile_ranks(n, p);
-                [lo as u64, hi as u64]
-            })
-            .collect();
-        ranks.sort_unstable();
-        ranks.dedup();
-        let keys =
-            crate::order_stats::select(&ranks, (order_key(min), order_key(max)), SORTED_MAX, &each);
-        let at = |r: usize| {
-            let i = ranks.partition_point(|&x| x < r as u64);
-            keys.get(i).map_or(0, |&k| (k ^ 1 << 63) as i64)
+        let pct = if sort {
+            buf.sort_unstable();
+            let sorted = &buf[..];
+            PERCENTILES.map(|p| percentile_of(n, p, |r| sorted[r]))
+        } else {
+            let mut ranks: Vec<u64> = PERCENTILES
+                .iter()
+                .flat_map(|&p| {
+                    let (lo, hi, _) = percentile_ranks(n, p);
+                    [lo as u64, hi as u64]
+                })
+                .collect();
+            ranks.sort_unstable();
+            ranks.dedup();
+            let each = |f: &mut dyn FnMut(u64)| {
+                parts
+                    .iter()
+                    .for_each(|p| p.each(spill, &mut |v| f(order_key(v))));
+            };
+            let range = (order_key(min), order_key(max));
+            let keys = crate::order_stats::select(&ranks, range, SORTED_MAX, &each);
+            let at = |r: usize| {
+                let i = ranks.partition_point(|&x| x < r as u64);
+                keys.get(i).map_or(0, |&k| from_order_key(k))
+            };
+            PERCENTILES.map(|p| percentile_of(n, p, at))
         };
         Some(SrtStats {
             n,
             min,
             max,
             sum,
-            pct: PERCENTILES.map(|p| percentile_of(n, p, at)),
+            pct,
             hist,
         })
     }
@@ -138,6 +137,11 @@ impl SrtStats {
 /// `v`'s bits as an integer ordered as the values are.
 fn order_key(v: i64) -> u64 {
     (v as u64) ^ 1 << 63
+}
+
+/// The value of an [`order_key`].
+fn from_order_key(k: u64) -> i64 {
+    (k ^ 1 << 63) as i64
 }
 
 /// Response times per spilled block (2 KB: a group fills one in memory;
@@ -185,10 +189,6 @@ impl Samples {
 
     fn len(&self) -> usize {
         self.count
-    }
-
-    fn load_into(&self, out: &mut Vec<i64>, spill: &Spill) {
-        self.each(spill, &mut |v| out.push(v));
     }
 
     /// Every sample, spilled blocks first.
