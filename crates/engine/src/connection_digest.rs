@@ -16,13 +16,15 @@
 //! round-trip floors the time profile's half round trips come from, where
 //! unanswered requests end, the SMB2 credit balance before the capture) and
 //! the summary row; the second sweeps concurrency and time profile. Memory
-//! is then what is outstanding plus 16 bytes a request (processing and
-//! response times, kept for exact medians) instead of every fact of the
-//! connection: a capture of one long copy is one connection with millions
-//! of requests. The order visited is a full sort's, so the tables are those
-//! of sorting everything at the end (tests below). The first reading checks
-//! that the starts keep within the measured distance; should they not, the
-//! connection is digested with nothing released early.
+//! is then what is outstanding (and the processing and response times kept
+//! for exact medians, in the spill past 65,536, see `order_stats`) instead
+//! of every fact of the connection: a capture of one long copy is one
+//! connection with millions of requests. The order visited is a full
+//! sort's, so the tables are those of sorting everything at the end (tests
+//! below). The first reading checks that the starts keep within the
+//! measured distance; should they not, the connection is digested with
+//! nothing released early, and the sweeps' points wait in sorted runs in
+//! the spill (an external sort, see `in_order`).
 
 use std::collections::BTreeMap;
 

@@ -12,11 +12,48 @@
 //! not the connection; the order handed over is exactly a full sort's.
 //!
 //! When a connection's times do not keep that promise (a clock step within
-//! a capture), its sweeps never release early: everything waits and is
-//! sorted at the end, as a full sort would.
+//! a capture), its sweeps never release early: everything waits to the end.
+//! So that this does not make memory grow with the connection, what waits
+//! past a bound ([`HELD_BYTES`]) is sorted and set aside in a spill as a
+//! run, and the runs are merged as they are handed over: an external merge
+//! sort. Runs are merged in levels ([`FAN`] of one level make one of the
+//! next), so only a few are ever open, each holding one block in memory.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::spill::{Codec, Packed, Spill};
 
 /// Points waiting before they are sorted and released.
 const CHUNK: usize = 4096;
+
+/// Bytes of points that may wait in memory; past that they are set aside
+/// as a sorted run. Far above what waits when releases keep up (the
+/// outstanding requests' points and a chunk), so only a connection whose
+/// times jump back (or that has this many points outstanding at once)
+/// spills.
+const HELD_BYTES: usize = 1 << 20;
+
+/// Bytes of points per block of a run: what an open run holds in memory.
+const BLOCK_BYTES: usize = 64 << 10;
+
+/// Runs of one level merged into one run of the next: at most `FAN - 1`
+/// runs per level are open when points are handed over, and every point is
+/// rewritten once per level (log base `FAN` of the runs).
+const FAN: usize = 8;
+
+/// How many `T` fit in `bytes` (at least one).
+const fn fit<T>(bytes: usize) -> usize {
+    let size = std::mem::size_of::<T>();
+    if size == 0 || bytes / size == 0 {
+        1
+    } else {
+        bytes / size
+    }
+}
 
 /// See the module documentation.
 #[derive(Debug)]
@@ -27,6 +64,15 @@ pub(crate) struct InOrder<T> {
     /// behind, after a clock step), so that each point is sorted a few
     /// times at most, not once per chunk.
     next_release: usize,
+    /// Past this many waiting points, they become a run.
+    held_max: usize,
+    /// Points per block of a run.
+    block: usize,
+    /// Sorted runs set aside, oldest first; levels never rise toward the
+    /// end (a stack, merged from the top).
+    runs: Vec<Run<T>>,
+    /// The runs' blocks (a file is made at the first block only).
+    spill: Spill,
 }
 
 impl<T> Default for InOrder<T> {
@@ -34,13 +80,206 @@ impl<T> Default for InOrder<T> {
         InOrder {
             waiting: Vec::new(),
             next_release: CHUNK,
+            held_max: fit::<T>(HELD_BYTES),
+            block: fit::<T>(BLOCK_BYTES),
+            runs: Vec::new(),
+            spill: Spill::default(),
         }
     }
 }
 
-impl<T: Ord + Copy> InOrder<T> {
+/// A sorted run set aside: its blocks still in the spill, and the one being
+/// read.
+#[derive(Debug)]
+struct Run<T> {
+    level: u32,
+    /// Blocks not yet read, last first (popped from the end).
+    blocks: Vec<Packed>,
+    /// The rest of the block being read.
+    open: std::vec::IntoIter<T>,
+    /// The run's smallest point not yet handed over (None: read out).
+    head: Option<T>,
+}
+
+impl<T: Copy + DeserializeOwned> Run<T> {
+    fn take(&mut self, spill: &Spill) -> Option<T> {
+        let head = self.head?;
+        self.head = self.open.next();
+        if self.head.is_none() {
+            if let Some(p) = self.blocks.pop() {
+                self.open = read_block(spill, p).into_iter();
+                self.head = self.open.next();
+            }
+        }
+        Some(head)
+    }
+}
+
+fn read_block<T: DeserializeOwned>(spill: &Spill, p: Packed) -> Vec<T> {
+    // The sweep wrote these bytes itself: a block that does not read back
+    // is a bug, which must not skew a sweep silently.
+    spill
+        .get_packed(p)
+        .unwrap_or_else(|| panic!("a block of sorted points does not read back (a bug)"))
+}
+
+/// Writes sorted points as a run, a block at a time.
+struct RunWriter<T> {
+    level: u32,
+    blocks: Vec<Packed>,
+    buf: Vec<T>,
+    block: usize,
+}
+
+impl<T: Copy + Serialize + DeserializeOwned> RunWriter<T> {
+    fn new(level: u32, block: usize) -> Self {
+        RunWriter {
+            level,
+            blocks: Vec::new(),
+            buf: Vec::with_capacity(block),
+            block,
+        }
+    }
+
+    fn push(&mut self, spill: &mut Spill, p: T) {
+        self.buf.push(p);
+        if self.buf.len() == self.block {
+            self.flush(spill);
+        }
+    }
+
+    fn flush(&mut self, spill: &mut Spill) {
+        if self.buf.is_empty() {
+            return;
+        }
+        // Serialising plain numbers cannot fail (and blocks are far below
+        // the 4 GiB a span holds).
+        let p = spill
+            .put_packed(&self.buf, Codec::Plain)
+            .unwrap_or_else(|| panic!("a block of sorted points does not serialise (a bug)"));
+        self.blocks.push(p);
+        self.buf.clear();
+    }
+
+    fn finish(mut self, spill: &mut Spill) -> Run<T> {
+        self.flush(spill);
+        self.blocks.reverse();
+        let mut run = Run {
+            level: self.level,
+            blocks: self.blocks,
+            open: Vec::new().into_iter(),
+            head: None,
+        };
+        if let Some(p) = run.blocks.pop() {
+            run.open = read_block(spill, p).into_iter();
+            run.head = run.open.next();
+        }
+        run
+    }
+}
+
+/// The runs' heads below a bound, smallest on top, for a k-way merge.
+type Heads<T> = BinaryHeap<Reverse<(T, usize)>>;
+
+fn heads<T: Ord + Copy>(runs: &[Run<T>], bound: Option<&T>) -> Heads<T> {
+    runs.iter()
+        .enumerate()
+        .filter_map(|(i, r)| r.head.filter(|h| below(h, bound)).map(|h| Reverse((h, i))))
+        .collect()
+}
+
+fn below<T: Ord>(p: &T, bound: Option<&T>) -> bool {
+    bound.is_none_or(|b| p < b)
+}
+
+/// The smallest point of `runs` below `bound`, taken from its run.
+fn pop<T: Ord + Copy + DeserializeOwned>(
+    heads: &mut Heads<T>,
+    runs: &mut [Run<T>],
+    spill: &Spill,
+    bound: Option<&T>,
+) -> Option<T> {
+    let Reverse((_, i)) = heads.pop()?;
+    let p = runs[i].take(spill);
+    if let Some(h) = runs[i].head.filter(|h| below(h, bound)) {
+        heads.push(Reverse((h, i)));
+    }
+    p
+}
+
+/// Hand over, in order, the points of `runs` and of sorted `waiting` below
+/// `bound` (all of them without one); returns how many of `waiting` went.
+fn merge<T: Ord + Copy + DeserializeOwned>(
+    runs: &mut [Run<T>],
+    spill: &Spill,
+    waiting: &[T],
+    bound: Option<&T>,
+    mut visit: impl FnMut(T),
+) -> usize {
+    let mut heads = heads(runs, bound);
+    let n = bound.map_or(waiting.len(), |b| waiting.partition_point(|p| p < b));
+    let mut w = waiting[..n].iter().peekable();
+    loop {
+        let from_run = match (heads.peek(), w.peek()) {
+            (None, None) => break,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (Some(Reverse((h, _))), Some(p)) => h <= *p,
+        };
+        let next = if from_run {
+            pop(&mut heads, runs, spill, bound)
+        } else {
+            w.next().copied()
+        };
+        if let Some(p) = next {
+            visit(p);
+        }
+    }
+    n
+}
+
+impl<T: Ord + Copy + Serialize + DeserializeOwned> InOrder<T> {
+    /// With small bounds, to test runs and their merging on few points.
+    #[cfg(test)]
+    fn with_bounds(held_max: usize, block: usize) -> Self {
+        InOrder {
+            held_max,
+            block,
+            ..Default::default()
+        }
+    }
+
     pub(crate) fn push(&mut self, point: T) {
         self.waiting.push(point);
+        if self.waiting.len() >= self.held_max {
+            self.set_aside();
+        }
+    }
+
+    /// Sort what waits into a run of level 0, then merge the top runs while
+    /// `FAN` of them share a level.
+    fn set_aside(&mut self) {
+        self.waiting.sort_unstable();
+        let mut w = RunWriter::new(0, self.block);
+        for &p in &self.waiting {
+            w.push(&mut self.spill, p);
+        }
+        self.waiting.clear();
+        self.runs.push(w.finish(&mut self.spill));
+        self.next_release = CHUNK;
+        while let Some(top) = self.runs.len().checked_sub(FAN) {
+            let level = self.runs[top].level;
+            if self.runs[top..].iter().any(|r| r.level != level) {
+                break;
+            }
+            let mut merged = self.runs.split_off(top);
+            let mut w = RunWriter::new(level + 1, self.block);
+            let mut heads = heads(&merged, None);
+            while let Some(p) = pop(&mut heads, &mut merged, &self.spill, None) {
+                w.push(&mut self.spill, p);
+            }
+            self.runs.push(w.finish(&mut self.spill));
+        }
     }
 
     /// Whether enough points wait for a [`InOrder::release`] to be worth it.
@@ -50,19 +289,24 @@ impl<T: Ord + Copy> InOrder<T> {
 
     /// Hand over, in order, the waiting points below `bound`: the caller
     /// promises that no point pushed later is below it.
-    pub(crate) fn release(&mut self, bound: T, mut visit: impl FnMut(T)) {
+    pub(crate) fn release(&mut self, bound: T, visit: impl FnMut(T)) {
         self.waiting.sort_unstable();
-        let n = self.waiting.partition_point(|p| *p < bound);
-        for p in self.waiting.drain(..n) {
-            visit(p);
-        }
+        let n = merge(
+            &mut self.runs,
+            &self.spill,
+            &self.waiting,
+            Some(&bound),
+            visit,
+        );
+        self.waiting.drain(..n);
+        self.runs.retain(|r| r.head.is_some());
         self.next_release = self.waiting.len() + self.waiting.len().max(CHUNK);
     }
 
     /// Hand over every waiting point, in order.
     pub(crate) fn finish(mut self, visit: impl FnMut(T)) {
         self.waiting.sort_unstable();
-        self.waiting.into_iter().for_each(visit);
+        merge(&mut self.runs, &self.spill, &self.waiting, None, visit);
     }
 }
 
@@ -92,6 +336,77 @@ mod tests {
                 o.release(start + 1, |p| out.push(p));
             }
         }
+        o.finish(|p| out.push(p));
+        all.sort_unstable();
+        assert_eq!(out, all);
+    }
+
+    /// Pseudo-random points: `n` (start, end) pairs, ends a little after
+    /// starts, starts rising but for a jump back (a clock step) at `step`.
+    fn points(n: u64, step: u64) -> Vec<(u64, u64)> {
+        let mut x: u64 = 11;
+        (0..n)
+            .map(|i| {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let start = if i < step { 1_000_000 + i } else { i - step };
+                (start, start + (x >> 57))
+            })
+            .collect()
+    }
+
+    /// Everything waits to the end (a clock step: no bound holds): with a
+    /// small memory bound the points go to runs in levels, memory stays
+    /// within the bound, and the order handed over is a full sort's.
+    #[test]
+    fn runs_set_aside_come_out_sorted() {
+        for in_memory in [false, true] {
+            let mut o = InOrder::with_bounds(100, 7);
+            if in_memory {
+                o.spill = Spill::in_memory();
+            }
+            let mut all = Vec::new();
+            for (s, e) in points(20_003, 9_000) {
+                for p in [s, e] {
+                    o.push(p);
+                    all.push(p);
+                }
+                assert!(o.waiting.len() < 100);
+                // 400 runs of 100 made: at most FAN - 1 per level, 3 levels.
+                assert!(o.runs.len() < 3 * FAN, "{} runs", o.runs.len());
+            }
+            assert!(o.runs.iter().any(|r| r.level == 2), "merged in levels");
+            let mut out = Vec::new();
+            o.finish(|p| out.push(p));
+            all.sort_unstable();
+            assert_eq!(out, all);
+        }
+    }
+
+    /// Releases with a bound that holds while runs are set aside (more
+    /// points outstanding than the memory bound): runs are read partly at
+    /// each release, and what is handed over is still a full sort's, with
+    /// repeated points (ties between the runs and what waits) kept.
+    #[test]
+    fn releases_read_runs_partly() {
+        let mut o = InOrder::with_bounds(64, 5);
+        let mut all = Vec::new();
+        let mut out = Vec::new();
+        for (s, e) in points(30_000, u64::MAX) {
+            // Coarse times: many points repeat.
+            let (s, e) = (s / 4, e / 4 + 30);
+            for p in [(s, 1u8), (e, 0u8)] {
+                o.push(p);
+                all.push(p);
+            }
+            if o.due() || s % 97 == 0 {
+                let before = out.len();
+                o.release((s, 0), |p| out.push(p));
+                assert!(out[before..].iter().all(|p| *p < (s, 0)));
+            }
+        }
+        assert!(!o.runs.is_empty(), "runs were set aside");
         o.finish(|p| out.push(p));
         all.sort_unstable();
         assert_eq!(out, all);

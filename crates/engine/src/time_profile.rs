@@ -488,7 +488,7 @@ impl Slowest {
 
 /// A request waiting to be profiled in order of starts (request order
 /// breaking ties, as a stable sort).
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, serde::Serialize, serde::Deserialize)]
 struct ByStart(i64, u64, TxFacts);
 
 impl PartialEq for ByStart {

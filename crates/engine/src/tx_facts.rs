@@ -28,8 +28,9 @@ const HAS_CHARGE: u16 = 1 << 8;
 const HAS_GRANT: u16 = 1 << 9;
 const HAS_FILE: u16 = 1 << 10;
 
-/// One transaction's facts.
-#[derive(Debug, Clone, Copy)]
+/// One transaction's facts (serde: a sweep may set them aside sorted, see
+/// `in_order`; the store itself has a denser codec).
+#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
 pub(crate) struct TxFacts {
     /// Emission number in the log (request order ties).
     seq: u64,
