@@ -127,6 +127,25 @@ def test_a_connection_out_of_time_order_is_held_whole(tmp_path: Path) -> None:
     assert _check(capture, (5, 64)) > 2
 
 
+def test_time_order_is_a_stable_sort_by_time_then_frame() -> None:
+    """The order a connection held whole is read in (the engine sorts the positions):
+    that of sorting its rows by (time, frame), ties in table order."""
+    from array import array
+
+    from nastriage import _core
+    from nastriage.diagnosis.events import time_order
+
+    rng = random.Random(7)
+    # Few distinct times and frames: many ties, negative times too.
+    times = array("q", (rng.randrange(-3, 40) for _ in range(5000)))
+    frames = array("q", (rng.randrange(0, 30) for _ in range(5000)))
+    want = sorted(range(5000), key=lambda i: (times[i], frames[i]))
+    assert list(time_order(times, frames)) == want
+    assert list(time_order(array("q"), array("q"))) == []
+    with pytest.raises(ValueError, match="one length"):
+        _core.time_order(b"\0" * 8, b"")
+
+
 # -- random flags ------------------------------------------------------------------------
 
 

@@ -133,3 +133,8 @@ def analyze(
     is then absent (every other table is the same).
     Raises ValueError for an unknown protocol name, CaptureError for unreadable input;
     a capture cut mid-record gives a warning and all results before the cut."""
+
+def time_order(times: bytes, frames: bytes) -> bytes:
+    """Positions of rows in (time, frame) order, ties in row order (a stable sort):
+    ``times`` and ``frames`` as native int64 bytes of one length (ValueError otherwise),
+    the positions the same."""

@@ -308,3 +308,59 @@ pub(crate) fn by_stream<'py>(
     let labels = PyList::new(py, labels)?;
     PyTuple::new(py, [labels.into_any(), out.into_any()])
 }
+
+/// Positions of rows in (time, frame) order, ties in row order (a stable
+/// sort), for the diagnosis' reading of a connection whose events go back
+/// in time (`nastriage.diagnosis.events.time_order`): `times` and `frames`
+/// as native-endian i64 bytes, the positions the same. In Python a sort of
+/// the rows as tuples took about 170 bytes a row; here 12 are held while
+/// sorting, and the GIL is released.
+#[pyfunction]
+pub(crate) fn time_order<'py>(
+    py: Python<'py>,
+    times: &[u8],
+    frames: &[u8],
+) -> PyResult<Bound<'py, PyBytes>> {
+    if times.len() != frames.len() || !times.len().is_multiple_of(8) {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "times and frames must be int64 columns of one length ({} and {} bytes)",
+            times.len(),
+            frames.len()
+        )));
+    }
+    let order = py.detach(|| order_by_time(times, frames));
+    Ok(PyBytes::new(py, &order))
+}
+
+fn order_by_time(times: &[u8], frames: &[u8]) -> Vec<u8> {
+    let value = |col: &[u8], i: usize| {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&col[i * 8..i * 8 + 8]);
+        i64::from_ne_bytes(b)
+    };
+    let mut order: Vec<usize> = (0..times.len() / 8).collect();
+    // (Stable: equal keys keep their rows' order.)
+    order.sort_by_key(|&i| (value(times, i), value(frames, i)));
+    order
+        .into_iter()
+        .flat_map(|i| (i as i64).to_ne_bytes())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bytes(v: &[i64]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_ne_bytes()).collect()
+    }
+
+    #[test]
+    fn order_by_time_is_a_stable_sort_by_time_then_frame() {
+        let times = [5, 3, 5, 3, -1, 5];
+        let frames = [2, 9, 1, 9, 4, 1];
+        let got = order_by_time(&bytes(&times), &bytes(&frames));
+        // (3, 9) twice keeps rows 1 then 3; (5, 1) twice keeps rows 2 then 5.
+        assert_eq!(got, bytes(&[4, 1, 3, 2, 5, 0]));
+    }
+}

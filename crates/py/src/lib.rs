@@ -302,5 +302,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyAnalysis>()?;
     m.add_class::<TableStream>()?;
     m.add_function(wrap_pyfunction!(analyze, m)?)?;
+    m.add_function(wrap_pyfunction!(events::time_order, m)?)?;
     Ok(())
 }
