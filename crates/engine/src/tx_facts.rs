@@ -106,6 +106,12 @@ impl Names {
 /// small, as every connection keeps one partly filled in memory.
 const BLOCK: usize = 128;
 
+/// Facts that may wait in the connections' partly filled blocks together
+/// (about 2 MB). A capture of thousands of connections with a few dozen
+/// requests each would otherwise keep a block of each to the end; past
+/// this, every partly filled block goes to the spill as it is.
+const HELD_MAX: usize = 16_384;
+
 /// Request order of a fact ([`TxFacts::order`]).
 type Order = (u64, u64, u64);
 
@@ -116,13 +122,29 @@ type Order = (u64, u64, u64);
 struct StreamFacts {
     tail: Vec<TxFacts>,
     blocks: Vec<(Order, Span)>,
+    /// Facts in `blocks` (not all full: see [`HELD_MAX`]).
+    spilled: usize,
     /// Most any fact's times lie before its own start ([`TxFacts::earliest`]).
     late: i64,
 }
 
 impl StreamFacts {
     fn len(&self) -> usize {
-        self.blocks.len() * BLOCK + self.tail.len()
+        self.spilled + self.tail.len()
+    }
+
+    /// The tail to the spill, sorted, so that a connection reads back as a
+    /// merge of sorted blocks (see `FactsIter`); facts are added about in
+    /// request order (as replies come), so the blocks barely overlap. Its
+    /// memory goes too (an idle connection keeps none).
+    fn set_aside(&mut self, spill: &mut Spill) {
+        let mut tail = std::mem::take(&mut self.tail);
+        tail.sort_unstable_by_key(TxFacts::order);
+        if let Some(first) = tail.first() {
+            self.blocks
+                .push((first.order(), spill.put(codec::encode(&tail))));
+            self.spilled += tail.len();
+        }
     }
 }
 
@@ -136,6 +158,8 @@ pub(crate) struct Facts {
     streams: foldhash::HashMap<(bool, u32), StreamFacts>,
     pub names: Names,
     spill: Spill,
+    /// Facts in the connections' tails, together (see [`HELD_MAX`]).
+    held: usize,
     /// Earliest request and latest end (reply, or request when unanswered)
     /// over all facts.
     span: Option<(i64, i64)>,
@@ -155,14 +179,16 @@ impl Facts {
             .late
             .max(fact.req_first_ts.saturating_sub(fact.earliest()));
         s.tail.push(fact);
+        self.held += 1;
         if s.tail.len() >= BLOCK {
-            // Sorted, so that a connection reads back as a merge of sorted
-            // blocks (see `FactsIter`); facts are added about in request
-            // order (as replies come), so the blocks barely overlap.
-            s.tail.sort_unstable_by_key(TxFacts::order);
-            let block = self.spill.put(codec::encode(&s.tail));
-            s.blocks.push((s.tail[0].order(), block));
-            s.tail.clear();
+            self.held -= s.tail.len();
+            s.set_aside(&mut self.spill);
+        }
+        if self.held > HELD_MAX {
+            for s in self.streams.values_mut() {
+                s.set_aside(&mut self.spill);
+            }
+            self.held = 0;
         }
     }
 
@@ -587,5 +613,52 @@ mod tests {
             .map(|s| (s.blocks.len(), s.tail.len()))
             .collect();
         assert!(blocks.iter().all(|b| *b == (5, 7)), "{blocks:?}");
+    }
+
+    /// Thousands of connections with a few dozen requests each (more than
+    /// the bound in partly filled blocks together): what waits in memory
+    /// stays within the bound, and each connection still comes back whole
+    /// and in request order.
+    #[test]
+    fn partly_filled_blocks_of_many_connections_are_bounded() {
+        let mut f = Facts::default();
+        let (conns, per) = (700u32, 70u64);
+        let mut seq = 0;
+        let mut most = 0;
+        for i in 0..per {
+            for stream in 0..conns {
+                // Each connection's replies out of order within ~10.
+                let first = i - i % 10 + (9 - i % 10);
+                let t = Transaction {
+                    protocol: "nfs",
+                    transport: "tcp",
+                    stream,
+                    op: "READ".into(),
+                    request: PduSpan {
+                        first_frame: first * 1000 + u64::from(stream),
+                        last_frame: first * 1000 + u64::from(stream),
+                        first_ts: first as i64,
+                        last_ts: first as i64,
+                        ..Default::default()
+                    },
+                    ..Default::default()
+                };
+                f.add(&t, seq);
+                seq += 1;
+                let held: usize = f.streams.values().map(|s| s.tail.len()).sum();
+                assert_eq!(held, f.held);
+                most = most.max(held);
+            }
+        }
+        assert!(most <= HELD_MAX + 1, "{most} facts held");
+        let mut seen = 0;
+        f.for_each_stream(|_, stream, txs| {
+            assert_eq!(txs.len() as u64, per);
+            assert_eq!(f.count((false, stream)), per as usize);
+            assert!(txs.windows(2).all(|w| w[0].order() < w[1].order()));
+            assert!(txs.iter().all(|t| t.stream == stream));
+            seen += 1;
+        });
+        assert_eq!(seen, conns);
     }
 }
