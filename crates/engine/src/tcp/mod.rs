@@ -125,7 +125,11 @@ struct Live {
 /// The TCP analyser of one pass.
 #[derive(Default)]
 pub struct TcpAnalyzer {
-    live: foldhash::HashMap<u32, Live>,
+    /// Boxed: a state is about 2.9 KB, and a map holds up to twice as many
+    /// slots as entries (a capture at a NAS with 4,000 clients connected
+    /// at once kept 24 MB of slots; boxed, 11 MB of states and 128 KB of
+    /// slots).
+    live: foldhash::HashMap<u32, Box<Live>>,
     /// (close time, stream) of closed connections still held, oldest first.
     closing: VecDeque<(i64, u32)>,
     /// Streams seen so far (stream indices are dense, in order).
@@ -258,9 +262,11 @@ impl TcpAnalyzer {
         } else if !self.live.contains_key(&asg.stream) {
             self.out.after_release_frames += 1;
         }
-        let live = self.live.entry(asg.stream).or_insert_with(|| Live {
-            conn: Connection::default(),
-            metrics: ConnMetrics::new(asg.stream),
+        let live = self.live.entry(asg.stream).or_insert_with(|| {
+            Box::new(Live {
+                conn: Connection::default(),
+                metrics: ConnMetrics::new(asg.stream),
+            })
         });
         let conn = &mut live.conn;
         let was_closed = conn.is_closed();
@@ -373,7 +379,7 @@ impl TcpAnalyzer {
     }
 
     pub fn finish(mut self) -> TcpAnalysis {
-        let mut live: Vec<(u32, Live)> = std::mem::take(&mut self.live).into_iter().collect();
+        let mut live: Vec<(u32, Box<Live>)> = std::mem::take(&mut self.live).into_iter().collect();
         live.sort_by_key(|(s, _)| *s);
         for (stream, c) in live {
             self.out.untracked_segments += c.conn.untracked();
