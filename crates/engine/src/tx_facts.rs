@@ -566,6 +566,30 @@ mod tests {
         assert!(std::mem::size_of::<TxFacts>() <= 128);
     }
 
+    /// An NFS READ request on `stream`, sent at time `first` in one frame.
+    fn read_request(transport: &'static str, stream: u32, first: u64, frame: u64) -> Transaction {
+        Transaction {
+            protocol: "nfs",
+            transport,
+            stream,
+            op: "READ".into(),
+            request: PduSpan {
+                first_frame: frame,
+                last_frame: frame,
+                first_ts: first as i64,
+                last_ts: first as i64,
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    /// Request `i`'s time when replies come back out of order within ~10
+    /// requests (so facts are added out of request order).
+    fn shuffled(i: u64) -> u64 {
+        i - i % 10 + (9 - i % 10)
+    }
+
     /// Many requests on several connections, emitted out of order: each
     /// connection's facts come back whole (most of them from the spill), in
     /// request order, TCP connections in stream order and then UDP.
@@ -574,26 +598,11 @@ mod tests {
         let mut f = Facts::default();
         let n = 5 * BLOCK as u64 + 7;
         let mut seq = 0;
-        // Replies come back out of order within ~10 requests.
-        let first_of = |i: u64| i - i % 10 + (9 - i % 10);
         for i in 0..n {
             for (stream, transport) in [(4u32, "tcp"), (1, "tcp"), (0, "udp")] {
-                let first = first_of(i);
-                let t = Transaction {
-                    protocol: "nfs",
-                    transport,
-                    stream,
-                    op: "READ".into(),
-                    request: PduSpan {
-                        first_frame: first * 3 + u64::from(stream),
-                        last_frame: first * 3 + u64::from(stream),
-                        first_ts: first as i64,
-                        last_ts: first as i64,
-                        ..Default::default()
-                    },
-                    ..Default::default()
-                };
-                f.add(&t, seq);
+                let first = shuffled(i);
+                let frame = first * 3 + u64::from(stream);
+                f.add(&read_request(transport, stream, first, frame), seq);
                 seq += 1;
             }
         }
@@ -605,7 +614,7 @@ mod tests {
             seen.push((tcp, stream));
         });
         assert_eq!(seen, [(true, 1), (true, 4), (false, 0)]);
-        let last = (0..n).map(first_of).max().unwrap_or(0);
+        let last = (0..n).map(shuffled).max().unwrap_or(0);
         assert_eq!(f.span(), Some((0, last as i64)));
         let blocks: Vec<(usize, usize)> = f
             .streams
@@ -627,23 +636,9 @@ mod tests {
         let mut most = 0;
         for i in 0..per {
             for stream in 0..conns {
-                // Each connection's replies out of order within ~10.
-                let first = i - i % 10 + (9 - i % 10);
-                let t = Transaction {
-                    protocol: "nfs",
-                    transport: "tcp",
-                    stream,
-                    op: "READ".into(),
-                    request: PduSpan {
-                        first_frame: first * 1000 + u64::from(stream),
-                        last_frame: first * 1000 + u64::from(stream),
-                        first_ts: first as i64,
-                        last_ts: first as i64,
-                        ..Default::default()
-                    },
-                    ..Default::default()
-                };
-                f.add(&t, seq);
+                let first = shuffled(i);
+                let frame = first * 1000 + u64::from(stream);
+                f.add(&read_request("tcp", stream, first, frame), seq);
                 seq += 1;
                 let held: usize = f.streams.values().map(|s| s.tail.len()).sum();
                 assert_eq!(held, f.held);
