@@ -126,9 +126,9 @@ struct Live {
 #[derive(Default)]
 pub struct TcpAnalyzer {
     /// Boxed: a state is about 2.9 KB, and a map holds up to twice as many
-    /// slots as entries (a capture at a NAS with 4,000 clients connected
-    /// at once kept 24 MB of slots; boxed, 11 MB of states and 128 KB of
-    /// slots).
+    /// slots as entries, so unboxed the empty slots cost as much as the
+    /// states (the pass on a capture of 4,000 connections open at once:
+    /// 78 MB unboxed, 69 MB boxed).
     live: foldhash::HashMap<u32, Box<Live>>,
     /// (close time, stream) of closed connections still held, oldest first.
     closing: VecDeque<(i64, u32)>,
