@@ -127,6 +127,48 @@ impl Spill {
     }
 }
 
+/// Bounds, together, what waits in the partly filled blocks of one spill's
+/// many owners (the `srt` table's groups, a group per file of a copy; the
+/// request facts' connections): each keeps its newest items in memory until
+/// they fill a block, and thousands of owners that each stopped short of a
+/// block would keep them all to the end of the pass. Once [`Self::MAX`]
+/// items wait, the owner sets every partly filled block aside as it is.
+#[derive(Debug, Default)]
+pub(crate) struct TailBudget {
+    held: usize,
+}
+
+impl TailBudget {
+    /// Items that may wait in partly filled blocks together.
+    pub(crate) const MAX: usize = 16_384;
+
+    /// One item more in some owner's partly filled block.
+    pub(crate) fn add(&mut self) {
+        self.held += 1;
+    }
+
+    /// A block of `n` items went to the spill.
+    pub(crate) fn set_aside(&mut self, n: usize) {
+        self.held = self.held.saturating_sub(n);
+    }
+
+    /// Whether every partly filled block must go to the spill now (and, if
+    /// so, counts them gone).
+    pub(crate) fn exhausted(&mut self) -> bool {
+        let over = self.held > Self::MAX;
+        if over {
+            self.held = 0;
+        }
+        over
+    }
+
+    /// Items waiting (tests).
+    #[cfg(test)]
+    pub(crate) fn held(&self) -> usize {
+        self.held
+    }
+}
+
 /// A value set aside by [`Spill::put_packed`].
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Packed {

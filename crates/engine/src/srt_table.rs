@@ -15,7 +15,7 @@ use arrow_schema::{DataType, Field, Schema};
 
 use crate::conversations::ConversationTable;
 use crate::interner::FileNames;
-use crate::spill::{Span, Spill};
+use crate::spill::{Span, Spill, TailBudget};
 use crate::transactions::Transaction;
 
 /// Histogram buckets: bucket 0 holds SRT < 1 µs, bucket i (i ≥ 1) holds
@@ -145,15 +145,10 @@ fn from_order_key(k: u64) -> i64 {
 }
 
 /// Response times per spilled block (2 KB: a group fills one in memory;
-/// all the partly filled ones together are bounded by [`HELD_MAX`]).
+/// all the partly filled ones together are bounded by a [`TailBudget`]:
+/// a copy goes through thousands of files, each a group of the file
+/// breakdown).
 const SAMPLES_BLOCK: usize = 256;
-
-/// Response times held in the groups' partly filled blocks, at most: past
-/// it every group's is spilled, full or not. A capture of one long copy
-/// goes through thousands of files, each a group of the file breakdown
-/// that would otherwise keep its last partial block (up to 2 KB) to the
-/// end, and memory would grow with the number of files copied.
-const HELD_MAX: usize = 1 << 14;
 
 /// A group's response times: the newest in memory, blocks in the spill
 /// (exact percentiles need every one, but only at the end, and one group
@@ -292,8 +287,8 @@ pub(crate) struct SrtBuilder {
     /// Keys of the file breakdown (bounded).
     pub(crate) files: FileNames,
     spill: Spill,
-    /// Response times in the groups' partly filled blocks (see [`HELD_MAX`]).
-    held: usize,
+    /// Response times in the groups' partly filled blocks.
+    held: TailBudget,
     /// The groups of the last few kinds of request (see [`Recent`]).
     recent: Vec<Recent>,
     /// The entry of `recent` to replace next.
@@ -394,9 +389,9 @@ impl SrtBuilder {
             g.calls += 1;
             match t.srt_ns() {
                 Some(s) => {
-                    self.held += 1;
+                    self.held.add();
                     if g.srt.push(s, &mut self.spill) {
-                        self.held -= SAMPLES_BLOCK;
+                        self.held.set_aside(SAMPLES_BLOCK);
                     }
                 }
                 None => g.unanswered += 1,
@@ -405,12 +400,11 @@ impl SrtBuilder {
                 g.errors += 1;
             }
         }
-        if self.held > HELD_MAX {
+        if self.held.exhausted() {
             for (_, g) in &mut self.groups {
                 g.srt.spill_tail(&mut self.spill);
                 g.srt.tail = Vec::new();
             }
-            self.held = 0;
         }
     }
 
@@ -650,8 +644,6 @@ mod tests {
         assert_eq!(op_calls, n as u64 + 305);
     }
 
-    /// Groups of thousands of requests (most response times in the spill)
-    /// give the same statistics as their samples taken at once.
     /// Answered NFSv3 request `i` (requests a millisecond apart).
     fn answered_request(i: i64, op: &str, file: Option<String>, srt: i64) -> Transaction {
         use crate::transactions::PduSpan;
@@ -735,6 +727,8 @@ mod tests {
         assert_eq!(seen, 3);
     }
 
+    /// Groups of thousands of requests (most response times in the spill)
+    /// give the same statistics as their samples taken at once.
     #[test]
     fn spilled_samples_give_exact_statistics() {
         check_exact_statistics(9 * SAMPLES_BLOCK as i64 + 17);
@@ -766,7 +760,7 @@ mod tests {
         }
         // (Every file's partial blocks alone would be 700 × 2 KB.)
         assert!(
-            most_held <= 2 * HELD_MAX + 4 * SAMPLES_BLOCK,
+            most_held <= 2 * TailBudget::MAX + 4 * SAMPLES_BLOCK,
             "{most_held} held"
         );
         let table = b.finish(&ConversationTable::default());

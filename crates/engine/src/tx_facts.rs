@@ -4,7 +4,7 @@
 //! connection and mostly set aside in a spill (see [`Facts`]).
 
 use crate::interner::{FileNames, Interner};
-use crate::spill::{Span, Spill};
+use crate::spill::{Span, Spill, TailBudget};
 use crate::transactions::Transaction;
 
 mod codec;
@@ -103,14 +103,10 @@ impl Names {
 }
 
 /// Facts per spilled block (about 16 KB in memory, a few KB encoded):
-/// small, as every connection keeps one partly filled in memory.
+/// small, as every connection keeps one partly filled in memory (all of
+/// them together bounded by a [`TailBudget`]: a capture may hold thousands
+/// of connections of a few dozen requests each).
 const BLOCK: usize = 128;
-
-/// Facts that may wait in the connections' partly filled blocks together
-/// (about 2 MB). A capture of thousands of connections with a few dozen
-/// requests each would otherwise keep a block of each to the end; past
-/// this, every partly filled block goes to the spill as it is.
-const HELD_MAX: usize = 16_384;
 
 /// Request order of a fact ([`TxFacts::order`]).
 type Order = (u64, u64, u64);
@@ -122,7 +118,7 @@ type Order = (u64, u64, u64);
 struct StreamFacts {
     tail: Vec<TxFacts>,
     blocks: Vec<(Order, Span)>,
-    /// Facts in `blocks` (not all full: see [`HELD_MAX`]).
+    /// Facts in `blocks` (not all full: see [`TailBudget`]).
     spilled: usize,
     /// Most any fact's times lie before its own start ([`TxFacts::earliest`]).
     late: i64,
@@ -158,8 +154,8 @@ pub(crate) struct Facts {
     streams: foldhash::HashMap<(bool, u32), StreamFacts>,
     pub names: Names,
     spill: Spill,
-    /// Facts in the connections' tails, together (see [`HELD_MAX`]).
-    held: usize,
+    /// Facts in the connections' partly filled blocks.
+    held: TailBudget,
     /// Earliest request and latest end (reply, or request when unanswered)
     /// over all facts.
     span: Option<(i64, i64)>,
@@ -179,16 +175,15 @@ impl Facts {
             .late
             .max(fact.req_first_ts.saturating_sub(fact.earliest()));
         s.tail.push(fact);
-        self.held += 1;
+        self.held.add();
         if s.tail.len() >= BLOCK {
-            self.held -= s.tail.len();
+            self.held.set_aside(s.tail.len());
             s.set_aside(&mut self.spill);
         }
-        if self.held > HELD_MAX {
+        if self.held.exhausted() {
             for s in self.streams.values_mut() {
                 s.set_aside(&mut self.spill);
             }
-            self.held = 0;
         }
     }
 
@@ -641,11 +636,11 @@ mod tests {
                 f.add(&read_request("tcp", stream, first, frame), seq);
                 seq += 1;
                 let held: usize = f.streams.values().map(|s| s.tail.len()).sum();
-                assert_eq!(held, f.held);
+                assert_eq!(held, f.held.held());
                 most = most.max(held);
             }
         }
-        assert!(most <= HELD_MAX + 1, "{most} facts held");
+        assert!(most <= TailBudget::MAX + 1, "{most} facts held");
         let mut seen = 0;
         f.for_each_stream(|_, stream, txs| {
             assert_eq!(txs.len() as u64, per);
