@@ -162,6 +162,34 @@ def test_row_slices_read_what_the_whole_table_reads(path: str) -> None:
             )
 
 
+@pytest.mark.parametrize("path", CAPTURES[:20] + EXAMPLES, ids=lambda p: Path(p).name)
+def test_row_views_read_what_read_rows_reads(path: str) -> None:
+    """``row_views`` of an engine table gives mappings equal to ``read_rows``' dicts (of
+    the Arrow table), read in place; other tables fall back to the dicts."""
+    from nastriage.capture import MADE_BY_ROWS, Capture, RowView, read_rows, row_views
+
+    capture = Capture.analyze(path)
+    for name in capture.table_names:
+        plain = capture.plain_table(name)
+        views = row_views(plain)
+        want = read_rows(capture.table(name))
+        assert len(views) == len(want) == plain.num_rows, name
+        if views:
+            assert isinstance(views[0], RowView) != (name in MADE_BY_ROWS), name
+        for view, row in zip(views, want):
+            assert list(view) == list(row) and len(view) == len(row), name
+            assert all(_same(view[k], row[k]) and _same(view.get(k), row[k]) for k in row), name
+            assert _same(list(dict(view).values()), list(row.values())), name
+            assert "no_such_column" not in view and view.get("no_such_column", 7) == 7
+            with pytest.raises(KeyError):
+                view["no_such_column"]
+    stream = capture.plain_table("conversations")._source
+    with pytest.raises(IndexError):
+        stream.value(0, stream.num_rows)
+    with pytest.raises(IndexError):
+        stream.value(len(stream.column_names), 0)
+
+
 def test_runs_of_matching_rows() -> None:
     from nastriage.capture import _runs
 

@@ -9,6 +9,7 @@ without copying.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 TYPE_CHECKING = False  # (see nastriage/cli.py: no `typing` at run time on the way in)
 if TYPE_CHECKING:
@@ -25,11 +26,13 @@ if TYPE_CHECKING:
 __all__ = [
     "Capture",
     "PlainTable",
+    "RowView",
     "arrow_table",
     "column_names",
     "read_columns",
     "read_rows",
     "readable_table",
+    "row_views",
     "timestamps_ns",
 ]
 
@@ -124,6 +127,50 @@ class PlainTable:
                 self._cols.update(self._source.columns(todo))
             got = self._cols
         return {n: got[n] if n in present else [None] * self.num_rows for n in names}
+
+    def row_views(self) -> list[RowView] | None:
+        """Every row as a :class:`RowView`; None when the table is not one the engine made
+        whole (then read its rows with :func:`read_rows`)."""
+        if not hasattr(self._source, "value"):
+            return None
+        index = {name: i for i, name in enumerate(self.column_names)}
+        return [RowView(self._source, index, row) for row in range(self.num_rows)]
+
+
+class RowView(Mapping):  # type: ignore[type-arg]  # (Mapping[str, Any]: no typing here)
+    """One row of an engine table, read in place: a value becomes a Python object when it is
+    read (``TableStream.value``), never before, and the row is not copied. The diagnosis
+    keeps a row of several per-connection tables for every connection (77 columns of
+    ``tcp_connections`` alone); as dicts of Python values they took kilobytes per
+    connection, hundreds of megabytes on a capture of tens of thousands of connections.
+    Read-only; ``dict(view)`` makes a plain copy."""
+
+    __slots__ = ("_index", "_row", "_source")
+
+    def __init__(self, source: Any, index: dict[str, int], row: int) -> None:
+        self._source = source
+        #: column name -> position (shared by the table's views)
+        self._index = index
+        self._row = row
+
+    def __getitem__(self, key: str) -> Any:
+        return self._source.value(self._index[key], self._row)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        i = self._index.get(key)
+        return default if i is None else self._source.value(i, self._row)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._index
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._index)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def __repr__(self) -> str:
+        return f"RowView({dict(self)!r})"
 
 
 #: Tables the command line reads a piece at a time from the engine, never made whole: a
@@ -234,6 +281,14 @@ def read_rows(
         cols = read_columns(table, keys, start, stop)
         out.extend(dict(zip(keys, values)) for values in zip(*(cols[k] for k in keys)))
     return out
+
+
+def row_views(table: Any) -> Sequence[Mapping[str, Any]]:
+    """Every row of a table as a read-only mapping of column -> value (timestamps as int
+    ns): :class:`RowView` for a table the engine made (its values are converted as they are
+    read, so keeping the rows costs next to nothing), else :func:`read_rows`' dicts."""
+    views = table.row_views() if isinstance(table, PlainTable) else None
+    return views if views is not None else read_rows(table)
 
 
 def _runs(indices: Iterable[int]) -> Iterator[tuple[int, int]]:

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 use arrow_array::{RecordBatch, RecordBatchIterator};
 use pyo3::create_exception;
-use pyo3::exceptions::{PyException, PyKeyError, PyValueError};
+use pyo3::exceptions::{PyException, PyIndexError, PyKeyError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict, PyList, PyTuple};
 
@@ -221,6 +221,31 @@ impl TableStream {
             }
         }
         Ok(out)
+    }
+
+    /// The value at column `column` (its position in `column_names`), row
+    /// `row`, as `columns` gives it: a row read in place, without turning
+    /// the table's other values into Python objects.
+    fn value<'py>(
+        &self,
+        py: Python<'py>,
+        column: usize,
+        row: usize,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let col = self.batch.columns().get(column).ok_or_else(|| {
+            PyIndexError::new_err(format!(
+                "no column {column} in a table of {}",
+                self.batch.num_columns()
+            ))
+        })?;
+        if row >= col.len() {
+            return Err(PyIndexError::new_err(format!(
+                "row {row} of a table of {} rows",
+                col.len()
+            )));
+        }
+        // (A slice shares the column's buffers.)
+        lists::to_list(py, col.slice(row, 1).as_ref())?.get_item(0)
     }
 }
 

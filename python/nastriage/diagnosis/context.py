@@ -12,11 +12,11 @@ import math
 import re
 from array import array
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from nastriage.capture import column_chunks, read_columns, read_rows, readable_table
+from nastriage.capture import column_chunks, read_columns, read_rows, readable_table, row_views
 from nastriage.diagnosis.events import Chunk, Event, EventsByStream, table_chunks
 from nastriage.diagnosis.thresholds import DEFAULT, Thresholds
 
@@ -41,6 +41,12 @@ STORAGE_PROTOCOLS = frozenset({"nfs", "smb2", "smb", "smb1", "smb3"})
 #: table), kept under their old names here for the rules.
 columns = read_columns
 rows = read_rows
+
+
+def _by_stream(table: Any) -> dict[int, Mapping[str, Any]]:
+    """A per-connection table's rows (read in place, see ``RowView``) by stream."""
+    keys = read_columns(table, ("stream",))["stream"]
+    return {int(k): r for k, r in zip(keys, row_views(table))}
 
 
 @dataclass
@@ -117,7 +123,7 @@ class StreamInfo:
     frames_s2c: int
     rst: bool
     fin: bool
-    tcp: dict[str, Any] = field(default_factory=dict)
+    tcp: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def duration_ns(self) -> int:
@@ -151,7 +157,7 @@ def reverse(direction: str) -> str:
     return "s2c" if direction == "c2s" else "c2s"
 
 
-def _pick(row: dict[str, Any] | None, *names: str) -> Any:
+def _pick(row: Mapping[str, Any] | None, *names: str) -> Any:
     if not row:
         return None
     for n in names:
@@ -334,10 +340,10 @@ class Context:
             )
         tc = self.table("tcp_connections")
         if tc is not None:
-            for r in rows(tc):
-                key = r.get("stream")
+            keys = read_columns(tc, ("stream",))["stream"]
+            for key, tcp_row in zip(keys, row_views(tc)):
                 if key is not None and int(key) in out:
-                    out[int(key)].tcp = r
+                    out[int(key)].tcp = tcp_row
         return out
 
     def total_payload(self) -> int:
@@ -589,43 +595,44 @@ class Context:
             return int(self.capture.app_stats.get("udp_transactions", 0))
         return sum(1 for t in self.all_transactions if t.transport == "udp")
 
-    def _stream_rows(self) -> dict[int, dict[str, Any]] | None:
+    def _stream_rows(self) -> dict[int, Mapping[str, Any]] | None:
         """The engine's ``stream_transactions`` rows by stream (a TCP connection without
         transactions has none); None without the table (the callers then read
         ``transactions``)."""
 
-        def build() -> dict[int, dict[str, Any]] | None:
+        def build() -> dict[int, Mapping[str, Any]] | None:
             t = self.table("stream_transactions")
-            return None if t is None else {int(r["stream"]): r for r in rows(t)}
+            return None if t is None else _by_stream(t)
 
         return self._cached("stream_rows", build)  # type: ignore[no-any-return]
 
     # -- time profiles -----------------------------------------------------------------------
 
-    def time_profile_rows(self) -> dict[int, dict[str, Any]] | None:
+    def time_profile_rows(self) -> dict[int, Mapping[str, Any]] | None:
         """Rows of the engine's ``time_profile`` table by stream; None without the table
         (the rules then derive the profiles from the transactions, ``timeline.py``)."""
 
-        def build() -> dict[int, dict[str, Any]] | None:
+        def build() -> dict[int, Mapping[str, Any]] | None:
             t = self.table("time_profile")
             if t is None or not self.summarised:
                 return None
-            return {int(r["stream"]): r for r in rows(t)}
+            return _by_stream(t)
 
         return self._cached("time_profile", build)  # type: ignore[no-any-return]
 
     # -- concurrency -------------------------------------------------------------------------
 
     @property
-    def concurrency(self) -> dict[int, dict[str, Any]]:
-        def build() -> dict[int, dict[str, Any]]:
+    def concurrency(self) -> dict[int, Mapping[str, Any]]:
+        def build() -> dict[int, Mapping[str, Any]]:
             t = self.table("concurrency")
             if t is None:
                 return {}
-            out: dict[int, dict[str, Any]] = {}
-            for r in rows(t):
-                if str(r.get("protocol") or "") in STORAGE_PROTOCOLS:
-                    out[int(r["stream"])] = r
+            cols = read_columns(t, ("stream", "protocol"))
+            out: dict[int, Mapping[str, Any]] = {}
+            for s, p, r in zip(cols["stream"], cols["protocol"], row_views(t)):
+                if str(p or "") in STORAGE_PROTOCOLS:
+                    out[int(s)] = r
             return out
 
         return self._cached("concurrency", build)  # type: ignore[no-any-return]

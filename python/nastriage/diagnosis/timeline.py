@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -202,7 +202,7 @@ def _named(names: list[str] | None, values: list[float] | None) -> dict[str, flo
     return {str(k): float(v) for k, v in zip(names or [], values or [])}
 
 
-def _from_row(r: dict[str, Any]) -> Profile:
+def _from_row(r: Mapping[str, Any]) -> Profile:
     """A profile from a row of the engine's ``time_profile`` table."""
     return Profile(
         stream=int(r["stream"]),

@@ -26,7 +26,11 @@ pub struct PendingCall {
 
 #[derive(Debug)]
 pub struct PendingCalls {
-    map: HashMap<CallKey, PendingCall>,
+    /// Boxed: a call is about 700 bytes (its transaction so far), and a
+    /// map's slots, most of them empty, are sized for the most calls ever
+    /// outstanding at once; thousands of open connections each kept
+    /// kilobytes of empty slots (see `bench/README.md`).
+    map: HashMap<CallKey, Box<PendingCall>>,
     /// Insertion order; entries whose serial no longer matches the map are
     /// stale (answered) and skipped.
     order: VecDeque<(CallKey, u64)>,
@@ -56,11 +60,11 @@ impl PendingCalls {
     }
 
     pub fn get(&self, key: &CallKey) -> Option<&PendingCall> {
-        self.map.get(key)
+        self.map.get(key).map(|p| &**p)
     }
 
     pub fn get_mut(&mut self, key: &CallKey) -> Option<&mut PendingCall> {
-        self.map.get_mut(key)
+        self.map.get_mut(key).map(|p| &mut **p)
     }
 
     pub fn contains(&self, key: &CallKey) -> bool {
@@ -68,7 +72,7 @@ impl PendingCalls {
     }
 
     pub fn remove(&mut self, key: &CallKey) -> Option<PendingCall> {
-        let p = self.map.remove(key);
+        let p = self.map.remove(key).map(|p| *p);
         if self.order.len() > 2 * self.map.len() + 1024 {
             let map = &self.map;
             self.order
@@ -89,11 +93,11 @@ impl PendingCalls {
         self.order.push_back((key, self.serial));
         self.map.insert(
             key,
-            PendingCall {
+            Box::new(PendingCall {
                 tx,
                 ctx,
                 serial: self.serial,
-            },
+            }),
         );
         evicted
     }
@@ -101,7 +105,7 @@ impl PendingCalls {
     fn pop_oldest(&mut self) -> Option<PendingCall> {
         while let Some((k, s)) = self.order.pop_front() {
             if self.map.get(&k).is_some_and(|p| p.serial == s) {
-                return self.map.remove(&k);
+                return self.map.remove(&k).map(|p| *p);
             }
         }
         None
@@ -109,7 +113,7 @@ impl PendingCalls {
 
     /// Every outstanding call, oldest first.
     pub fn drain(&mut self) -> Vec<PendingCall> {
-        let mut v: Vec<PendingCall> = self.map.drain().map(|(_, p)| p).collect();
+        let mut v: Vec<PendingCall> = self.map.drain().map(|(_, p)| *p).collect();
         v.sort_by_key(|p| p.serial);
         self.order.clear();
         v

@@ -149,7 +149,10 @@ pub struct Smb2Parser {
     stream: u32,
     framers: [Framer; 2],
     events: Vec<Event>,
-    pending: BTreeMap<u64, Pending>,
+    /// Boxed: a request is about 650 bytes, and a map's first node has
+    /// room for eleven; most connections have a few outstanding (see
+    /// `PendingCalls` of RPC).
+    pending: BTreeMap<u64, Box<Pending>>,
     /// Responses whose request has not been seen (yet).
     early: BTreeMap<u64, (u8, Member, PduSpan, FrameFlags)>,
     files: Bounded<[u8; 16], String>,
@@ -395,12 +398,12 @@ impl Smb2Parser {
             p.tx.retransmissions += 1;
             return;
         }
-        let mut pend = Pending {
+        let mut pend = Box::new(Pending {
             tx,
             tree_path,
             create_name,
             chained_fid,
-        };
+        });
         // A response delivered before its request (out-of-order data).
         if let Some((rdir, rm, rspan, rflags)) = self.early.remove(&id) {
             if rdir != dir && rspan.last_ts >= pend.tx.request.first_ts {
