@@ -33,6 +33,10 @@ class TableStream:
         left out. Timestamps as integer nanoseconds since the epoch, nulls None. ``start``
         and ``stop`` (not negative) choose rows as a slice does, so that a long table can be
         read a piece at a time."""
+    def value(self, column: int, row: int) -> object:
+        """The value at ``column`` (its position in ``column_names``) and ``row``, as
+        :meth:`columns` gives it, the table's other values left in place (``RowView``).
+        IndexError past the table."""
 
 class Analysis:
     """Result of one analysis run over one or more capture files (merged).
