@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from datetime import datetime, timedelta, timezone
+from functools import lru_cache
 
 __all__ = [
     "human_bitrate",
@@ -31,11 +32,19 @@ def rfc3339_ns(ns: int | None) -> str | None:
     if ns is None:
         return None
     seconds, frac = divmod(int(ns), _NS)  # floor division: correct before 1970 too
+    second = _second_text(seconds)
+    return None if second is None else f"{second}.{frac:09d}Z"
+
+
+@lru_cache(maxsize=4096)
+def _second_text(seconds: int) -> str | None:
+    """``YYYY-MM-DDTHH:MM:SS`` of a second since the epoch (a capture's times share their
+    seconds: the JSON of thousands of connections formats a few hundred of them)."""
     try:
         dt = _EPOCH + timedelta(seconds=seconds)  # platform-independent, unlike fromtimestamp
     except OverflowError:
         return None
-    return f"{dt:%Y-%m-%dT%H:%M:%S}.{frac:09d}Z"
+    return f"{dt:%Y-%m-%dT%H:%M:%S}"
 
 
 def seconds_between(first_ns: int | None, last_ns: int | None) -> float | None:

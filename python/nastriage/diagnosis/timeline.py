@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from nastriage.capture import read_rows
 from nastriage.diagnosis.context import Context, Tx
 
 __all__ = ["Profile", "partition", "profile", "profiles", "union_ns"]
@@ -187,8 +188,10 @@ def profiles(ctx: Context) -> dict[int, Profile]:
 
 
 def _profiles(ctx: Context) -> dict[int, Profile]:
-    rows = ctx.time_profile_rows()
-    if rows is not None:
+    if ctx.time_profile_rows() is not None:
+        # Every value of every row is read: converted a column at a time (the rows the
+        # context keeps are read in place, a value at a time).
+        rows = {int(r["stream"]): r for r in read_rows(ctx.table("time_profile"))}
         return {s: _from_row(r) for s, r in sorted(rows.items())}
     out = {}
     for stream in sorted(ctx.transactions):

@@ -426,8 +426,12 @@ def iter_rows(table: Any, batch_rows: int = 8192) -> Iterator[Row]:
             yield dict(zip(names, values))
 
 
+#: One encoder for every item (``json.dumps`` with options makes a new one per call).
+_ENCODER = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(", ", ": "))
+
+
 def _dumps(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=True, allow_nan=False, separators=(", ", ": "))
+    return _ENCODER.encode(obj)
 
 
 def _header(capture: Capture, findings: list[Finding] | None = None) -> dict[str, Any]:

@@ -151,7 +151,9 @@ pub struct TcpAnalysis {
     /// Segments not kept in the bounded un-acked lists.
     pub untracked_segments: u64,
     /// Per stream (index), the metrics summary (None: never analysed).
-    conns: Vec<Option<ConnSummary>>,
+    /// Boxed: a summary is about 900 bytes, and the list grows by doubling
+    /// (tens of thousands of connections left megabytes of empty slots).
+    conns: Vec<Option<Box<ConnSummary>>>,
     /// Episodes, series bins and segment points.
     sinks: Sinks,
     /// Frames of a stream seen again after its summary was made (they feed
@@ -183,7 +185,7 @@ impl TcpAnalysis {
 
     /// The metrics summary of a stream.
     pub fn summary(&self, stream: u32) -> Option<&ConnSummary> {
-        self.conns.get(stream as usize).and_then(|c| c.as_ref())
+        self.conns.get(stream as usize).and_then(|c| c.as_deref())
     }
 
     /// Zero-window episodes, by stream and start frame.
@@ -367,7 +369,7 @@ impl TcpAnalyzer {
             self.out.conns.resize(i + 1, None);
         }
         if self.out.conns[i].is_none() {
-            self.out.conns[i] = Some(summary);
+            self.out.conns[i] = Some(Box::new(summary));
         } else {
             self.out.after_summary_frames += 1;
         }

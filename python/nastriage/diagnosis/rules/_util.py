@@ -86,13 +86,24 @@ def weighted_share(ctx: Context, shares: dict[int, float]) -> float:
     not outrank one on the main transfer)."""
     if not shares:
         return 0.0
-    total = sum(
-        s.payload for s in ctx.streams.values() if s.payload >= ctx.th.min_stream_bytes
-    ) or sum(ctx.streams[s].payload for s in shares if s in ctx.streams)
+    total = _meaningful_payload(ctx) or sum(
+        ctx.streams[s].payload for s in shares if s in ctx.streams
+    )
     if total <= 0:
         return max(shares.values())
     acc = sum(share * ctx.streams[s].payload for s, share in shares.items() if s in ctx.streams)
     return min(1.0, acc / total)
+
+
+def _meaningful_payload(ctx: Context) -> int:
+    """Payload of the connections that carry a meaningful amount of data (once per
+    context: the rules weigh their shares by it, finding after finding)."""
+    return ctx._cached(  # type: ignore[no-any-return]
+        "meaningful_payload",
+        lambda: sum(
+            s.payload for s in ctx.streams.values() if s.payload >= ctx.th.min_stream_bytes
+        ),
+    )
 
 
 def who(info: StreamInfo, direction: str) -> str:
