@@ -608,15 +608,18 @@ class Context:
 
     # -- time profiles -----------------------------------------------------------------------
 
+    def time_profile_table(self) -> Any | None:
+        """The engine's ``time_profile`` table (see :meth:`table`); None without it (the
+        rules then derive the profiles from the transactions, ``timeline.py``)."""
+        t = self.table("time_profile")
+        return t if t is not None and self.summarised else None
+
     def time_profile_rows(self) -> dict[int, Mapping[str, Any]] | None:
-        """Rows of the engine's ``time_profile`` table by stream; None without the table
-        (the rules then derive the profiles from the transactions, ``timeline.py``)."""
+        """Rows of :meth:`time_profile_table` by stream, read in place; None without it."""
 
         def build() -> dict[int, Mapping[str, Any]] | None:
-            t = self.table("time_profile")
-            if t is None or not self.summarised:
-                return None
-            return _by_stream(t)
+            t = self.time_profile_table()
+            return None if t is None else _by_stream(t)
 
         return self._cached("time_profile", build)  # type: ignore[no-any-return]
 

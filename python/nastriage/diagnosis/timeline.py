@@ -188,10 +188,11 @@ def profiles(ctx: Context) -> dict[int, Profile]:
 
 
 def _profiles(ctx: Context) -> dict[int, Profile]:
-    if ctx.time_profile_rows() is not None:
+    table = ctx.time_profile_table()
+    if table is not None:
         # Every value of every row is read: converted a column at a time (the rows the
         # context keeps are read in place, a value at a time).
-        rows = {int(r["stream"]): r for r in read_rows(ctx.table("time_profile"))}
+        rows = {int(r["stream"]): r for r in read_rows(table)}
         return {s: _from_row(r) for s, r in sorted(rows.items())}
     out = {}
     for stream in sorted(ctx.transactions):
