@@ -190,6 +190,41 @@ def test_row_views_read_what_read_rows_reads(path: str) -> None:
         stream.value(len(stream.column_names), 0)
 
 
+@pytest.mark.parametrize("path", CAPTURES[:10] + EXAMPLES, ids=lambda p: Path(p).name)
+def test_rows_read_a_batch_at_a_time_are_the_whole_tables_rows(
+    path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The JSON writer's rows (``iter_rows``) and the time profiles, read a few rows at a
+    time, are those read all at once."""
+    import dataclasses
+
+    from nastriage.capture import Capture, read_rows
+    from nastriage.diagnosis import timeline
+    from nastriage.diagnosis.context import Context
+    from nastriage.views.json_out import iter_rows
+
+    capture = Capture.analyze(path)
+    for name in capture.table_names:
+        for table in (capture.plain_table(name), capture.table(name)):
+            want = read_rows(table)
+            for batch in (1, 3, 1 << 20):
+                got = list(iter_rows(table, batch_rows=batch))
+                assert len(got) == len(want), (name, batch)
+                assert all(
+                    list(g) == list(w) and _same(list(g.values()), list(w.values()))
+                    for g, w in zip(got, want)
+                ), (name, batch)
+
+    def profiles(rows: int) -> list[tuple[int, dict[str, Any]]]:
+        monkeypatch.setattr(timeline, "_PROFILE_ROWS", rows)
+        found = timeline.profiles(Context(capture))
+        return [(s, dataclasses.asdict(p)) for s, p in found.items()]
+
+    whole = profiles(1 << 20)
+    assert [s for s, _ in whole] == sorted(s for s, _ in whole)
+    assert repr(profiles(1)) == repr(profiles(2)) == repr(whole)
+
+
 def test_runs_of_matching_rows() -> None:
     from nastriage.capture import _runs
 

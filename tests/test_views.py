@@ -116,6 +116,25 @@ def test_json_is_ascii_and_escapes_hostile_strings() -> None:
     assert json.loads(text)["captures"][0]["path"] == HOSTILE_PATH  # round-trips exactly
 
 
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"a": "plain", "n": [1, -2, 0.1, 1e-05, 1.5e300, 2**64 - 1, True, None]},
+        {"reason": "data\u2192ACK", "latin": "caf\xe9", "astral": "\U0001f4be x \U00010000"},
+        {"control": "\x00\x1f\x7f\x1b[31m\u2028\u202e", "quote": '"\\/'},
+        {"surrogate": "evil\udcff.pcap"},  # (a file name not in UTF-8: os.fsdecode)
+        {"big": 2**64, "neg": -(2**63) - 1},  # (past 64 bits: the standard encoder)
+        [{"nested": [{"deep": "\u00fc"}]}, []],
+    ],
+)
+def test_json_items_are_ascii_and_read_back_as_the_standard_encoder_writes_them(
+    value: object,
+) -> None:
+    text = json_out._dumps(value)
+    assert text.isascii() and "\n" not in text
+    assert json.loads(text) == json.loads(json.dumps(value, ensure_ascii=True))
+
+
 def test_json_many_rows_streamed_in_batches() -> None:
     rows = [conversation(i) for i in range(20_000)]
     doc = _json(fake_capture(conversations=rows))

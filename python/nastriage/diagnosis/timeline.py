@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from nastriage.capture import read_rows
+from nastriage.capture import column_chunks, column_names
 from nastriage.diagnosis.context import Context, Tx
 
 __all__ = ["Profile", "partition", "profile", "profiles", "union_ns"]
@@ -191,15 +191,25 @@ def _profiles(ctx: Context) -> dict[int, Profile]:
     table = ctx.time_profile_table()
     if table is not None:
         # Every value of every row is read: converted a column at a time (the rows the
-        # context keeps are read in place, a value at a time).
-        rows = {int(r["stream"]): r for r in read_rows(table)}
-        return {s: _from_row(r) for s, r in sorted(rows.items())}
+        # context keeps are read in place, a value at a time), a thousand rows at a time
+        # (all at once, the values of 7,770 connections' rows took 23 MB, 1,024 rows 5 MB).
+        names = column_names(table)
+        found: dict[int, Profile] = {}
+        for cols in column_chunks(table, names, _PROFILE_ROWS):
+            for values in zip(*(cols[n] for n in names)):
+                r = dict(zip(names, values))
+                found[int(r["stream"])] = _from_row(r)
+        return dict(sorted(found.items()))
     out = {}
     for stream in sorted(ctx.transactions):
         p = _profile(ctx, stream)
         if p is not None:
             out[stream] = p
     return out
+
+
+#: Rows of the time_profile table converted at a time.
+_PROFILE_ROWS = 1024
 
 
 def _named(names: list[str] | None, values: list[float] | None) -> dict[str, float]:
