@@ -121,6 +121,7 @@ def test_json_is_ascii_and_escapes_hostile_strings() -> None:
     [
         {"a": "plain", "n": [1, -2, 0.1, 1e-05, 1.5e300, 2**64 - 1, True, None]},
         {"reason": "data\u2192ACK", "latin": "caf\xe9", "astral": "\U0001f4be x \U00010000"},
+        {"reason": "smallest data\u2192ACK", "max": "\uffff\u0100", "ascii": "\\xe9"},
         {"control": "\x00\x1f\x7f\x1b[31m\u2028\u202e", "quote": '"\\/'},
         {"surrogate": "evil\udcff.pcap"},  # (a file name not in UTF-8: os.fsdecode)
         {"big": 2**64, "neg": -(2**63) - 1},  # (past 64 bits: the standard encoder)

@@ -61,6 +61,8 @@ Row = dict[str, Any]
 
 
 def _int(value: Any) -> int | None:
+    if value.__class__ is int:  # (the usual case, first)
+        return value
     return None if value is None else int(value)
 
 
@@ -74,11 +76,21 @@ def _num(value: Any) -> float | None:
     return f if math.isfinite(f) else None
 
 
+#: Column names by prefix and suffixes, made once (a capture can have tens of thousands of
+#: connections, each row read through a dozen of them).
+_COLUMN_PAIRS: dict[tuple[str, str, str], tuple[str, str]] = {}
+
+
+def _pair(prefix: str, a: str, b: str) -> tuple[str, str]:
+    names = _COLUMN_PAIRS.get((prefix, a, b))
+    if names is None:
+        names = _COLUMN_PAIRS[prefix, a, b] = (f"{prefix}_{a}", f"{prefix}_{b}")
+    return names
+
+
 def _directions(row: Row, prefix: str, convert: Callable[[Any], Any] = _int) -> dict[str, Any]:
-    return {
-        "client_to_server": convert(row[f"{prefix}_c2s"]),
-        "server_to_client": convert(row[f"{prefix}_s2c"]),
-    }
+    c2s, s2c = _pair(prefix, "c2s", "s2c")
+    return {"client_to_server": convert(row[c2s]), "server_to_client": convert(row[s2c])}
 
 
 #: Wireshark's TCP analysis flags (``tcp.analysis.<name>``), in the engine's order.
@@ -114,12 +126,16 @@ _LIMIT_COLUMNS = {
 
 
 def _flag_counts(counts: dict[str, int] | None) -> dict[str, int]:
-    counts = counts or {}
-    return {name: int(counts.get(name, 0)) for name in TCP_FLAGS}
+    out = dict.fromkeys(TCP_FLAGS, 0)
+    for name, n in (counts or {}).items():
+        if name in out:
+            out[name] = int(n)
+    return out
 
 
 def _sides(row: Row, prefix: str, convert: Callable[[Any], Any] = _int) -> dict[str, Any]:
-    return {"client": convert(row[f"{prefix}_client"]), "server": convert(row[f"{prefix}_server"])}
+    client, server = _pair(prefix, "client", "server")
+    return {"client": convert(row[client]), "server": convert(row[server])}
 
 
 def tcp_object(t: Row) -> dict[str, Any]:
