@@ -8,9 +8,10 @@ row function (``SECTIONS``). Adding a table to the JSON means adding a ``TableSe
 that is an additive change and bumps the minor ``SCHEMA_VERSION``.
 
 The output is written incrementally (one list element per line), so a capture with
-millions of connections never needs the whole document in memory. It is pure ASCII
-(``json.dumps`` escapes everything else), valid JSON (no NaN/Infinity: non-finite numbers
-become ``null``) and key order is stable.
+millions of connections never needs the whole document in memory (and the rows are made
+a batch at a time). It is pure ASCII (everything else escaped as ``\\uXXXX``, see
+``_dumps``), valid JSON (no NaN/Infinity: non-finite numbers become ``null``) and key
+order is stable.
 """
 
 from __future__ import annotations
