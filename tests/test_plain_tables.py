@@ -194,14 +194,13 @@ def test_row_views_read_what_read_rows_reads(path: str) -> None:
 def test_rows_read_a_batch_at_a_time_are_the_whole_tables_rows(
     path: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The JSON writer's rows (``iter_rows``) and the time profiles, read a few rows at a
-    time, are those read all at once."""
+    """``iter_rows`` (the JSON writer's rows, the time profiles) read a few rows at a time
+    gives the rows read all at once."""
     import dataclasses
 
-    from nastriage.capture import Capture, read_rows
+    from nastriage.capture import Capture, iter_rows, read_rows
     from nastriage.diagnosis import timeline
     from nastriage.diagnosis.context import Context
-    from nastriage.views.json_out import iter_rows
 
     capture = Capture.analyze(path)
     for name in capture.table_names:

@@ -25,14 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable, TextIO
 
 import orjson
 
-from nastriage.capture import (
-    PlainTable,
-    column_chunks,
-    read_columns,
-    read_rows,
-    readable_table,
-    timestamps_ns,
-)
+from nastriage.capture import iter_rows, read_columns, read_rows, readable_table
 from nastriage.units import rfc3339_ns, seconds_between
 from nastriage.views import destination
 
@@ -428,33 +421,6 @@ def _protocol_object(p: dict[str, Any]) -> dict[str, Any]:
         "frames": int(p.get("frames") or 0),
         "bytes": int(p.get("bytes") or 0),
     }
-
-
-def iter_rows(table: Any, batch_rows: int = 1024) -> Iterator[Row]:
-    """Rows of a table (a :class:`PlainTable` or a ``pyarrow.Table``) as dicts, batch by
-    batch; timestamps as int ns since epoch. (A batch's values are Python objects at once:
-    a whole ``tcp_connections`` table of 8,640 connections took 34 MB, 1,024 rows 5 MB.)
-
-    (pyarrow cannot convert nanosecond timestamps to Python objects without pandas, and
-    datetime has only microseconds anyway.)
-    """
-    if isinstance(table, PlainTable):
-        names = table.column_names
-        for cols in column_chunks(table, names, batch_rows):
-            for values in zip(*(cols[n] for n in names)):
-                yield dict(zip(names, values))
-        return
-    import pyarrow as pa
-
-    names = table.schema.names
-    ts_columns = {i for i, f in enumerate(table.schema) if pa.types.is_timestamp(f.type)}
-    for batch in table.to_batches(max_chunksize=batch_rows):
-        columns = []
-        for i in range(batch.num_columns):
-            column = batch.column(i)
-            columns.append(timestamps_ns(column) if i in ts_columns else column.to_pylist())
-        for values in zip(*columns):
-            yield dict(zip(names, values))
 
 
 #: For what orjson refuses (an integer past 64 bits, a string with a lone surrogate: a
