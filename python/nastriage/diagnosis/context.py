@@ -44,9 +44,10 @@ rows = read_rows
 
 
 def _by_stream(table: Any) -> dict[int, Mapping[str, Any]]:
-    """A per-connection table's rows (read in place, see ``RowView``) by stream."""
+    """A per-connection table's rows (read in place, see ``RowView``) by stream (a row
+    without one is left out)."""
     keys = read_columns(table, ("stream",))["stream"]
-    return {int(k): r for k, r in zip(keys, row_views(table))}
+    return {int(k): r for k, r in zip(keys, row_views(table)) if k is not None}
 
 
 @dataclass
@@ -340,10 +341,9 @@ class Context:
             )
         tc = self.table("tcp_connections")
         if tc is not None:
-            keys = read_columns(tc, ("stream",))["stream"]
-            for key, tcp_row in zip(keys, row_views(tc)):
-                if key is not None and int(key) in out:
-                    out[int(key)].tcp = tcp_row
+            for stream, tcp_row in _by_stream(tc).items():
+                if stream in out:
+                    out[stream].tcp = tcp_row
         return out
 
     def total_payload(self) -> int:
