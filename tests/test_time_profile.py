@@ -6,6 +6,7 @@ processing-time figures and the evidence frames."""
 from __future__ import annotations
 
 import math
+from array import array
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +76,9 @@ def _compare(path: str) -> int:
         r = reference[stream]
         for name in EXACT:
             assert getattr(p, name) == getattr(r, name), (path, stream, name)
+        # Frame numbers are kept compact (see Profile), by both paths alike.
+        for frames in (p.first_frames, p.slow_frames, r.first_frames, r.slow_frames):
+            assert isinstance(frames, array) and frames.typecode == "q", (path, stream)
         for name in FLOATS:
             assert _close(getattr(p, name), getattr(r, name)), (path, stream, name)
         for a, b in ((p.processing_by_op, r.processing_by_op),):

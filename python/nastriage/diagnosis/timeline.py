@@ -24,6 +24,7 @@ hand-made tables in tests); ``tests/test_time_profile.py`` keeps the two equal.
 from __future__ import annotations
 
 import statistics
+from array import array
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -124,13 +125,16 @@ class Profile:
     max_outstanding: int = 0
     at_max_fraction: float = 0.0
     mean_outstanding_busy: float = 0.0
-    slow_frames: list[int] = field(default_factory=list)
+    #: Frame numbers as arrays, not lists of Python ints: they are read only for the
+    #: evidence of the worst connection, and as lists they were a sixth of the profiles'
+    #: memory (3 MB of 19 MB for 7,770 connections).
+    slow_frames: array[int] = field(default_factory=lambda: array("q"))
     #: Storage protocols seen on the connection ("nfs", "smb2"), sorted.
     protocols: list[str] = field(default_factory=list)
     #: Median response time (ms) of the answered requests (upper middle value).
     response_median_ms: float = 0.0
     #: Frames of the first requests (up to 30), in request order.
-    first_frames: list[int] = field(default_factory=list)
+    first_frames: array[int] = field(default_factory=lambda: array("q"))
 
     @property
     def active_ns(self) -> int:
@@ -236,10 +240,10 @@ def _from_row(r: Mapping[str, Any]) -> Profile:
         max_outstanding=int(r["max_outstanding"]),
         at_max_fraction=float(r["at_max_fraction"]),
         mean_outstanding_busy=float(r["mean_outstanding_busy"]),
-        slow_frames=[int(f) for f in r.get("slow_frames") or []],
+        slow_frames=array("q", r.get("slow_frames") or ()),
         protocols=[str(p) for p in r.get("protocols") or []],
         response_median_ms=float(r.get("response_median_ms") or 0.0),
-        first_frames=[int(f) for f in r.get("first_frames") or []],
+        first_frames=array("q", r.get("first_frames") or ()),
     )
 
 
@@ -327,10 +331,10 @@ def _profile(ctx: Context, stream: int) -> Profile | None:
         max_outstanding=k,
         at_max_fraction=at_max,
         mean_outstanding_busy=mean_busy,
-        slow_frames=[f for _, f in slow[:20]],
+        slow_frames=array("q", (f for _, f in slow[:20])),
         protocols=sorted({t.protocol for t in txs}),
         response_median_ms=srts[len(srts) // 2] if srts else 0.0,
-        first_frames=[t.req_first_frame for t in storage[:30]],
+        first_frames=array("q", (t.req_first_frame for t in storage[:30])),
     )
 
 
