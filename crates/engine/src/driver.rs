@@ -239,7 +239,9 @@ pub fn analyze(paths: &[String], mut opts: AnalyzeOptions<'_>) -> Result<Analysi
     // The batches are gone with the stages: the read buffers go too, before
     // the digest (whose peak on a long capture they would add to).
     merged.finish();
-    release_freed_memory();
+    // The stage threads' freed memory sits in their own glibc arenas, where
+    // the tables built after the pass (on this thread) cannot reuse it.
+    crate::heap::give_back_free_memory();
     read?;
 
     // Per-file link types, warnings and errors.
@@ -341,23 +343,5 @@ pub(crate) fn joined<T>(r: std::thread::Result<T>) -> T {
     match r {
         Ok(v) => v,
         Err(panic) => std::panic::resume_unwind(panic),
-    }
-}
-
-/// Give back to the system the memory the stage threads freed: glibc keeps
-/// it in their own arenas, where the tables built after the pass (on this
-/// thread) cannot reuse it, so peak memory would count it twice.
-fn release_freed_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        extern "C" {
-            fn malloc_trim(pad: usize) -> std::ffi::c_int;
-        }
-        // SAFETY: malloc_trim(3) takes a plain integer, has no preconditions
-        // and only returns unused pages of the allocator's own arenas to the
-        // kernel; no Rust object's memory changes owner or content.
-        unsafe {
-            malloc_trim(0);
-        }
     }
 }
