@@ -17,6 +17,7 @@ order is stable.
 from __future__ import annotations
 
 import codecs
+import functools
 import json
 import math
 from collections.abc import Iterable, Iterator
@@ -70,16 +71,11 @@ def _num(value: Any) -> float | None:
     return f if math.isfinite(f) else None
 
 
-#: Column names by prefix and suffixes, made once (a capture can have tens of thousands of
-#: connections, each row read through a dozen of them).
-_COLUMN_PAIRS: dict[tuple[str, str, str], tuple[str, str]] = {}
-
-
+@functools.cache
 def _pair(prefix: str, a: str, b: str) -> tuple[str, str]:
-    names = _COLUMN_PAIRS.get((prefix, a, b))
-    if names is None:
-        names = _COLUMN_PAIRS[prefix, a, b] = (f"{prefix}_{a}", f"{prefix}_{b}")
-    return names
+    """Column names by prefix and suffixes, made once (a capture can have tens of thousands
+    of connections, each row read through a dozen of them)."""
+    return f"{prefix}_{a}", f"{prefix}_{b}"
 
 
 def _directions(row: Row, prefix: str, convert: Callable[[Any], Any] = _int) -> dict[str, Any]:
