@@ -27,6 +27,73 @@ use serde::Serialize;
 
 use crate::spill::{Codec, Packed, Spill};
 
+/// How a sweep's points are sorted: by comparison, or for the time
+/// profile's points, packed in a `u64`, by radix (its sweep is the
+/// digest's longest, and sorting was half of it: `bench/README.md`). Both
+/// give the same order (equal `u64`s are the same point).
+pub(crate) trait SortPoints: Ord + Sized {
+    /// Sort `v`; `scratch` is room the sort may use, kept between calls.
+    fn sort_points(v: &mut [Self], _scratch: &mut Vec<Self>) {
+        v.sort_unstable();
+    }
+}
+
+impl SortPoints for u64 {
+    fn sort_points(v: &mut [u64], scratch: &mut Vec<u64>) {
+        radix_sort(v, scratch);
+    }
+}
+impl SortPoints for (i64, i8, u8) {}
+impl SortPoints for (i64, u8) {}
+impl SortPoints for (i64, i32) {}
+impl SortPoints for (i64, i8, u64, i64, i64) {}
+
+/// Bits per digit of [`radix_sort`].
+const DIGIT: u32 = 11;
+/// Fewer values than this are sorted by comparison (faster on few).
+const RADIX_FROM: usize = 256;
+
+/// Sort by radix, least significant digit first, over only the bits in
+/// which the values differ: points waiting together lie close in time, so
+/// two or three digits.
+fn radix_sort(v: &mut [u64], scratch: &mut Vec<u64>) {
+    let Some(&first) = v.first() else { return };
+    if v.len() < RADIX_FROM {
+        v.sort_unstable();
+        return;
+    }
+    let differ = v.iter().fold(0, |d, &x| d | (x ^ first));
+    let (lo, hi) = (differ.trailing_zeros(), u64::BITS - differ.leading_zeros());
+    scratch.clear();
+    scratch.resize(v.len(), 0);
+    let mask = (1u64 << DIGIT) - 1;
+    // Each pass moves the values between `v` and `scratch`.
+    let mut in_v = true;
+    let mut shift = lo;
+    while shift < hi {
+        let (src, dst): (&[u64], &mut [u64]) = if in_v { (v, scratch) } else { (scratch, v) };
+        let digit = |x: u64| ((x >> shift) & mask) as usize;
+        let mut at = [0usize; 1 << DIGIT];
+        for &x in src {
+            at[digit(x)] += 1;
+        }
+        let mut sum = 0;
+        for a in at.iter_mut() {
+            (*a, sum) = (sum, sum + *a);
+        }
+        for &x in src {
+            let d = digit(x);
+            dst[at[d]] = x;
+            at[d] += 1;
+        }
+        in_v = !in_v;
+        shift += DIGIT;
+    }
+    if !in_v {
+        v.copy_from_slice(scratch);
+    }
+}
+
 /// Points waiting before they are sorted and released.
 const CHUNK: usize = 4096;
 
@@ -59,6 +126,8 @@ const fn fit<T>(bytes: usize) -> usize {
 #[derive(Debug)]
 pub(crate) struct InOrder<T> {
     waiting: Vec<T>,
+    /// Room for sorting `waiting` (see [`SortPoints`]).
+    scratch: Vec<T>,
     /// Release (sort) when this many wait: a chunk more than what was kept
     /// at the last release, or twice that when much was kept (a bound far
     /// behind, after a clock step), so that each point is sorted a few
@@ -79,6 +148,7 @@ impl<T> Default for InOrder<T> {
     fn default() -> Self {
         InOrder {
             waiting: Vec::new(),
+            scratch: Vec::new(),
             next_release: CHUNK,
             held_max: fit::<T>(HELD_BYTES),
             block: fit::<T>(BLOCK_BYTES),
@@ -238,7 +308,7 @@ fn merge<T: Ord + Copy + DeserializeOwned>(
     n
 }
 
-impl<T: Ord + Copy + Serialize + DeserializeOwned> InOrder<T> {
+impl<T: Ord + Copy + Serialize + DeserializeOwned + SortPoints> InOrder<T> {
     /// With small bounds, to test runs and their merging on few points.
     #[cfg(test)]
     fn with_bounds(held_max: usize, block: usize) -> Self {
@@ -259,7 +329,7 @@ impl<T: Ord + Copy + Serialize + DeserializeOwned> InOrder<T> {
     /// Sort what waits into a run of level 0, then merge the top runs while
     /// `FAN` of them share a level.
     fn set_aside(&mut self) {
-        self.waiting.sort_unstable();
+        T::sort_points(&mut self.waiting, &mut self.scratch);
         let mut w = RunWriter::new(0, self.block);
         for &p in &self.waiting {
             w.push(&mut self.spill, p);
@@ -290,7 +360,7 @@ impl<T: Ord + Copy + Serialize + DeserializeOwned> InOrder<T> {
     /// Hand over, in order, the waiting points below `bound`: the caller
     /// promises that no point pushed later is below it.
     pub(crate) fn release(&mut self, bound: T, visit: impl FnMut(T)) {
-        self.waiting.sort_unstable();
+        T::sort_points(&mut self.waiting, &mut self.scratch);
         let n = merge(
             &mut self.runs,
             &self.spill,
@@ -305,7 +375,7 @@ impl<T: Ord + Copy + Serialize + DeserializeOwned> InOrder<T> {
 
     /// Hand over every waiting point, in order.
     pub(crate) fn finish(mut self, visit: impl FnMut(T)) {
-        self.waiting.sort_unstable();
+        T::sort_points(&mut self.waiting, &mut self.scratch);
         merge(&mut self.runs, &self.spill, &self.waiting, None, visit);
     }
 }
@@ -313,6 +383,44 @@ impl<T: Ord + Copy + Serialize + DeserializeOwned> InOrder<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl SortPoints for (u64, u8) {}
+
+    /// The radix sort orders as a comparison sort does, on values that
+    /// differ in few or many bits, low or high, with repeats, at sizes
+    /// around where it takes over.
+    #[test]
+    fn radix_sort_orders_as_comparison() {
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut scratch = Vec::new();
+        for n in [0, 1, 2, 255, 256, 257, 1000, 4096, 20_000] {
+            for (lo_bits, shift) in [(0, 0), (3, 0), (12, 3), (30, 0), (40, 20), (64, 0), (5, 59)] {
+                let mask = if lo_bits == 64 {
+                    u64::MAX
+                } else {
+                    (1u64 << lo_bits) - 1
+                };
+                let base = next() & !(mask << shift);
+                let mut v: Vec<u64> = (0..n).map(|_| base | ((next() & mask) << shift)).collect();
+                // Repeats, and a run already in order.
+                if n > 10 {
+                    v[n / 2] = v[1];
+                    v[n / 3] = v[1];
+                    v[..n / 4].sort_unstable();
+                }
+                let mut want = v.clone();
+                want.sort_unstable();
+                radix_sort(&mut v, &mut scratch);
+                assert_eq!(v, want, "{n} values, {lo_bits} bits from {shift}");
+            }
+        }
+    }
 
     /// Points pushed nearly in order with a bound that holds come out as a
     /// full sort gives them, however often they are released.

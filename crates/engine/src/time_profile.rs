@@ -497,6 +497,7 @@ impl PartialEq for ByStart {
     }
 }
 impl Eq for ByStart {}
+impl crate::in_order::SortPoints for ByStart {}
 impl PartialOrd for ByStart {
     fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
         Some(self.cmp(other))
