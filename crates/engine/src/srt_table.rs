@@ -307,7 +307,7 @@ struct Recent {
     protocol: &'static str,
     version: u32,
     op_code: u32,
-    op: String,
+    op: crate::transactions::Name,
     client: EndRef,
     server: EndRef,
     file: Option<String>,
@@ -645,7 +645,7 @@ mod tests {
     }
 
     /// Answered NFSv3 request `i` (requests a millisecond apart).
-    fn answered_request(i: i64, op: &str, file: Option<String>, srt: i64) -> Transaction {
+    fn answered_request(i: i64, op: &'static str, file: Option<String>, srt: i64) -> Transaction {
         use crate::transactions::PduSpan;
         Transaction {
             protocol: "nfs",

@@ -156,7 +156,7 @@ mod tests {
     use crate::transactions::{PduSpan, Transaction};
     use crate::tx_facts::Facts;
 
-    fn tx(protocol: &'static str, op: &str, first: u64, reply: Option<i64>) -> Transaction {
+    fn tx(protocol: &'static str, op: &'static str, first: u64, reply: Option<i64>) -> Transaction {
         Transaction {
             protocol,
             transport: "tcp",

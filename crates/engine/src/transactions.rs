@@ -20,6 +20,9 @@ pub struct PduSpan {
     pub complete: bool,
 }
 
+/// A name from a protocol's tables, or made for a value not in them.
+pub type Name = std::borrow::Cow<'static, str>;
+
 /// One request and, when seen, its reply. Serialisable so that the log can
 /// keep completed ones compressed (`tx_store.rs`).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -32,8 +35,10 @@ pub struct Transaction {
     pub version: u32,
     /// Minor version: NFSv4 minor version; SMB dialect revision (e.g. 0x0311).
     pub minor_version: u32,
-    /// Operation name as tshark shows it (e.g. "READ", "GETATTR", "Create").
-    pub op: String,
+    /// Operation name as tshark shows it (e.g. "READ", "GETATTR", "Create");
+    /// borrowed from the protocols' tables, as names of known operations
+    /// are (one allocation less per request).
+    pub op: Name,
     /// NFS procedure / NFSv4 operation number / SMB2 command code.
     pub op_code: u32,
     /// RPC program number (0 for SMB).
@@ -61,7 +66,7 @@ pub struct Transaction {
     /// NFS status / SMB NTSTATUS (None until a reply is seen, or if the RPC
     /// layer itself failed: see `rpc_status`).
     pub status: Option<u32>,
-    pub status_name: Option<String>,
+    pub status_name: Option<Name>,
     /// RPC accept/reject status when not SUCCESS (e.g. "PROC_UNAVAIL").
     pub rpc_status: Option<String>,
     /// File handle (NFS) or FileId (SMB2), as raw bytes.

@@ -13,7 +13,7 @@ use nastriage_proto::{ParseError, XdrCursor};
 use super::names::{join, NameMap};
 use super::nfs4;
 use super::progs::{nfs2_status_name, nlm_status_name};
-use crate::transactions::Transaction;
+use crate::transactions::{Name, Transaction};
 
 /// What decoding a reply needs to remember from its call.
 #[derive(Debug, Clone, Default)]
@@ -187,9 +187,9 @@ pub fn reply_results(tx: &mut Transaction, rc: &ReplyCtx, res: &[u8], names: &mu
             };
             let status_of = |s: u32| {
                 if rc.vers == 3 {
-                    nfs3_status_name(s).to_string()
+                    Name::Borrowed(nfs3_status_name(s))
                 } else {
-                    nfs2_status_name(s)
+                    Name::Owned(nfs2_status_name(s))
                 }
             };
             match r {
@@ -230,7 +230,7 @@ pub fn reply_results(tx: &mut Transaction, rc: &ReplyCtx, res: &[u8], names: &mu
             };
             if let Some(s) = s {
                 tx.status = Some(s);
-                tx.status_name = Some(mount_status_name(s).to_string());
+                tx.status_name = Some(mount_status_name(s).into());
             }
             let r = r?;
             if let (Some(fh), Want::Mount(path)) = (&r.fh, &rc.want) {
@@ -242,7 +242,7 @@ pub fn reply_results(tx: &mut Transaction, rc: &ReplyCtx, res: &[u8], names: &mu
         (PROG_NFSACL, _) if rc.proc_ != 0 => {
             let s = first_word(res).ok_or(ParseError::Incomplete)?;
             tx.status = Some(s);
-            tx.status_name = Some(nfs3_status_name(s).to_string());
+            tx.status_name = Some(nfs3_status_name(s).into());
             Ok(())
         }
         (PROG_NLM, _) if (1..=5).contains(&rc.proc_) => {
@@ -250,7 +250,7 @@ pub fn reply_results(tx: &mut Transaction, rc: &ReplyCtx, res: &[u8], names: &mu
             c.skip_opaque(1024)?; // cookie
             let s = c.u32()?;
             tx.status = Some(s);
-            tx.status_name = Some(nlm_status_name(s).to_string());
+            tx.status_name = Some(nlm_status_name(s).into());
             Ok(())
         }
         _ => Ok(()),

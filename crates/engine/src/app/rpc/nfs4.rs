@@ -26,16 +26,12 @@ fn owned(path: &Option<Cow<'_, str>>) -> Option<String> {
 fn set_principal(tx: &mut Transaction, opnums: &[u32]) -> Option<usize> {
     let principal = principal_op_index(opnums);
     match principal.and_then(|i| opnums.get(i)) {
-        // (Into the name the call set, "COMPOUND": most names fit its
-        // buffer, and a COMPOUND's name would otherwise be made twice.)
         Some(&op) => {
-            tx.op.clear();
-            tx.op.push_str(nfs4_op_name(op));
+            tx.op = nfs4_op_name(op).into();
             tx.op_code = op;
         }
         None => {
-            tx.op.clear();
-            tx.op.push_str("COMPOUND");
+            tx.op = "COMPOUND".into();
             tx.op_code = 1;
         }
     }
@@ -188,13 +184,13 @@ pub fn reply(tx: &mut Transaction, rc: &ReplyCtx, res: &[u8], names: &mut NameMa
         Err(e) => {
             if let Ok(s) = nastriage_proto::XdrCursor::new(res).u32() {
                 tx.status = Some(s);
-                tx.status_name = Some(nfs4_status_name(s).to_string());
+                tx.status_name = Some(nfs4_status_name(s).into());
             }
             return Err(e);
         }
     };
     tx.status = Some(r.status);
-    tx.status_name = Some(nfs4_status_name(r.status).to_string());
+    tx.status_name = Some(nfs4_status_name(r.status).into());
     // (Most names are at most 8 bytes with their comma: one allocation.)
     let mut st = String::with_capacity(8 * r.ops.len());
     for o in &r.ops {

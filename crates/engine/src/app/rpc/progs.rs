@@ -3,6 +3,8 @@
 
 use nastriage_proto::rpc_records::{PROG_MOUNT, PROG_NFS, PROG_NFSACL, PROG_NLM, PROG_PORTMAP};
 
+use crate::transactions::Name;
+
 /// `protocol` column value for an RPC program.
 pub fn protocol(prog: u32) -> &'static str {
     match prog {
@@ -63,9 +65,9 @@ const NLM: [&str; 24] = [
 
 /// Procedure name of a call (NFSv4 COMPOUNDs are named by their principal
 /// operation elsewhere).
-pub fn proc_name(prog: u32, vers: u32, proc_: u32) -> String {
+pub fn proc_name(prog: u32, vers: u32, proc_: u32) -> Name {
     if let Some(n) = nastriage_proto::rpc_proc_name(prog, vers, proc_) {
-        return n.to_string();
+        return n.into();
     }
     let table: &[&str] = match (prog, vers) {
         (PROG_PORTMAP, 2) => &PMAP2,
@@ -74,9 +76,9 @@ pub fn proc_name(prog: u32, vers: u32, proc_: u32) -> String {
         _ => &[],
     };
     match table.get(proc_ as usize) {
-        Some(n) => n.to_string(),
-        None if proc_ == 0 => "NULL".to_string(),
-        None => format!("PROC_{proc_}"),
+        Some(n) => Name::Borrowed(n),
+        None if proc_ == 0 => "NULL".into(),
+        None => format!("PROC_{proc_}").into(),
     }
 }
 

@@ -129,7 +129,7 @@ fn call_and_reply_fields() {
     assert_eq!(log.transactions.len(), 1);
     let t = &log.transactions[0];
     assert_eq!(
-        (t.protocol, t.version, t.op.as_str(), t.op_code),
+        (t.protocol, t.version, &*t.op, t.op_code),
         ("nfs", 3, "READ", 6)
     );
     assert_eq!(
@@ -216,10 +216,7 @@ fn multi_fragment_records() {
     let log = h.finish();
     assert_eq!(log.transactions.len(), 2);
     let t = &log.transactions[1];
-    assert_eq!(
-        (t.op.as_str(), t.count, t.stable),
-        ("WRITE", Some(3000), Some(2))
-    );
+    assert_eq!((&*t.op, t.count, t.stable), ("WRITE", Some(3000), Some(2)));
     assert_eq!((t.reply_count, t.committed), (Some(3000), Some(2)));
     assert_eq!(t.request.bytes, rec.len() as u64);
     assert_eq!(t.reply.unwrap().bytes, reply.len() as u64);
@@ -263,7 +260,7 @@ fn snaplen_holes_are_walked_by_record_marks() {
     assert_eq!(log.transactions.len(), 2);
     let (tw, tr) = (&log.transactions[0], &log.transactions[1]);
     assert_eq!(
-        (tw.op.as_str(), tw.count, tw.reply_count),
+        (&*tw.op, tw.count, tw.reply_count),
         ("WRITE", Some(20000), Some(20000))
     );
     assert!(
@@ -272,7 +269,7 @@ fn snaplen_holes_are_walked_by_record_marks() {
     );
     assert!(tw.request.last_frame > tw.request.first_frame);
     assert_eq!(
-        (tr.op.as_str(), tr.reply_count, tr.eof),
+        (&*tr.op, tr.reply_count, tr.eof),
         ("READ", Some(30000), Some(false))
     );
     assert!(tr.reply.unwrap().complete);
@@ -415,7 +412,7 @@ fn rpc_errors_and_other_programs() {
     assert_eq!(log.transactions[1].op, "UNKNOWN");
     let p = &log.transactions[0];
     assert_eq!(
-        (p.protocol, p.op.as_str(), p.rpc_status.as_deref()),
+        (p.protocol, &*p.op, p.rpc_status.as_deref()),
         ("portmap", "GETPORT", None)
     );
 }
@@ -585,7 +582,7 @@ fn nfs4_compound_principal_op_sequence_and_names() {
     assert_eq!(log.transactions.len(), 3);
     let t = &log.transactions[0];
     assert_eq!((t.version, t.minor_version), (4, 1));
-    assert_eq!((t.op.as_str(), t.op_code), ("LOOKUP", 15));
+    assert_eq!((&*t.op, t.op_code), ("LOOKUP", 15));
     assert_eq!(
         t.compound_ops.as_deref(),
         Some("SEQUENCE,PUTROOTFH,LOOKUP,LOOKUP,GETFH")
@@ -597,7 +594,7 @@ fn nfs4_compound_principal_op_sequence_and_names() {
     );
     assert_eq!(t.session.as_deref(), Some(&SESSION[..]));
     let t = &log.transactions[1];
-    assert_eq!((t.op.as_str(), t.op_code), ("READ", 25));
+    assert_eq!((&*t.op, t.op_code), ("READ", 25));
     assert_eq!(
         (t.offset, t.count, t.reply_count, t.eof),
         (Some(4096), Some(100), Some(100), Some(true))
@@ -789,7 +786,7 @@ fn nfs4_call_cut_before_its_operations_is_completed_by_the_reply() {
     let log = h.finish();
     let t = &log.transactions[0];
     assert!(!t.request.complete);
-    assert_eq!((t.op.as_str(), t.op_code), ("WRITE", 38));
+    assert_eq!((&*t.op, t.op_code), ("WRITE", 38));
     assert_eq!(
         t.compound_ops.as_deref(),
         Some("SEQUENCE,PUTFH,WRITE,GETATTR")
@@ -979,17 +976,17 @@ fn bulk_payloads_are_decoded_from_the_prefix_before_them() {
     assert_eq!(t.len(), 6);
     for w in &t[..2] {
         assert_eq!(
-            (w.op.as_str(), w.offset, w.count),
+            (&*w.op, w.offset, w.count),
             ("WRITE", Some(65536), Some(32768))
         );
         assert_eq!((w.stable, w.reply_count), (Some(0), Some(32768)));
         assert!(w.request.complete && w.reply.unwrap().complete);
     }
-    assert_eq!((t[2].op.as_str(), t[2].reply_count), ("READ", Some(32768)));
+    assert_eq!((&*t[2].op, t[2].reply_count), ("READ", Some(32768)));
     assert!(t[2].eof.is_some());
     assert_eq!(t[3].compound_ops.as_deref(), Some("SEQUENCE,PUTFH,WRITE"));
     assert_eq!(
-        (t[3].op.as_str(), t[3].offset, t[3].count),
+        (&*t[3].op, t[3].offset, t[3].count),
         ("WRITE", Some(4096), Some(30000))
     );
     assert_eq!((t[3].stable, t[3].reply_count), (Some(2), Some(30000)));
@@ -1002,7 +999,7 @@ fn bulk_payloads_are_decoded_from_the_prefix_before_them() {
         Some("NFS4_OK,NFS4_OK,NFS4_OK,NFS4_OK")
     );
     assert_eq!(
-        (t[5].op.as_str(), t[5].reply_count, t[5].eof),
+        (&*t[5].op, t[5].reply_count, t[5].eof),
         ("READ", Some(30000), Some(true))
     );
     for x in t {

@@ -87,11 +87,65 @@ pub(super) enum Event {
     LostSync,
 }
 
+/// Bytes a window holds in place: every header and fixed body fits (the
+/// largest, a CREATE response's, is 152 bytes), so only a name goes to the
+/// heap. Windows on the heap were two allocations per message, a third of
+/// the SMB2 stage's (`bench/README.md`).
+pub(super) const INLINE: usize = SMB2_HEADER_LEN + 88;
+
+/// A window's bytes: in place up to [`INLINE`], else all on the heap.
+struct WinBuf {
+    inline: [u8; INLINE],
+    len: usize,
+    heap: Vec<u8>,
+}
+
+impl WinBuf {
+    fn new() -> Self {
+        WinBuf {
+            inline: [0; INLINE],
+            len: 0,
+            heap: Vec::new(),
+        }
+    }
+
+    fn from_slice(b: &[u8]) -> Self {
+        let mut w = WinBuf::new();
+        w.extend_from_slice(b);
+        w
+    }
+
+    fn extend_from_slice(&mut self, b: &[u8]) {
+        let len = self.len + b.len();
+        if len <= INLINE {
+            self.inline[self.len..len].copy_from_slice(b);
+        } else {
+            if self.len <= INLINE {
+                self.heap.reserve(len);
+                self.heap.extend_from_slice(&self.inline[..self.len]);
+            }
+            self.heap.extend_from_slice(b);
+        }
+        self.len = len;
+    }
+}
+
+impl std::ops::Deref for WinBuf {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        if self.len <= INLINE {
+            &self.inline[..self.len]
+        } else {
+            &self.heap
+        }
+    }
+}
+
 /// Bytes collected from stream offset `start`.
 struct Win {
     start: u64,
     want: usize,
-    buf: Vec<u8>,
+    buf: WinBuf,
     cut: bool,
 }
 
@@ -100,7 +154,7 @@ impl Win {
         Win {
             start,
             want,
-            buf: Vec::with_capacity(want.min(256)),
+            buf: WinBuf::new(),
             cut: false,
         }
     }
@@ -269,7 +323,11 @@ fn needed(h: &Smb2Header, buf: &[u8]) -> usize {
 
 impl Cur {
     fn new(start: u64, frame: u64, ts: i64) -> Box<Self> {
-        Box::new(Cur {
+        Box::new(Cur::fresh(start, frame, ts))
+    }
+
+    fn fresh(start: u64, frame: u64, ts: i64) -> Self {
+        Cur {
             start,
             nbss: [0; 4],
             end: None,
@@ -277,7 +335,7 @@ impl Cur {
             phase: Phase::Nbss,
             win: Some(Win::new(start, NBSS_HEADER_LEN)),
             members_end: u64::MAX,
-        })
+        }
     }
 
     /// Bytes of this frame from its second byte, for a rescan after the
@@ -332,6 +390,10 @@ pub(super) struct Framer {
     /// Offset of the next byte expected from the reassembler.
     next: u64,
     started: bool,
+    /// A frame's list of messages, given back empty once decoded
+    /// ([`Framer::give_back`]), for the next frame: one list per message
+    /// was otherwise allocated and freed.
+    spare_members: Vec<Member>,
 }
 
 impl Default for Framer {
@@ -345,11 +407,20 @@ impl Default for Framer {
             },
             next: 0,
             started: false,
+            spare_members: Vec::new(),
         }
     }
 }
 
 impl Framer {
+    /// A frame's list of messages, decoded: its room serves the next frame.
+    pub fn give_back(&mut self, mut members: Vec<Member>) {
+        members.clear();
+        if members.capacity() <= MAX_MEMBERS {
+            self.spare_members = members;
+        }
+    }
+
     /// Feed one chunk of this direction; frames and events go to `out`.
     pub fn chunk(&mut self, c: Chunk<'_>, out: &mut Vec<Event>) {
         match c {
@@ -454,9 +525,11 @@ impl Framer {
             w.cut = true;
             let _ = window_done(cur, w);
         }
-        let pdu = std::mem::replace(&mut cur.pdu, empty_pdu(frame, ts));
-        out.push(Event::Pdu(pdu));
-        self.st = St::Frame(Cur::new(end, frame, ts));
+        // The next frame in the same box.
+        let mut next = Cur::fresh(end, frame, ts);
+        next.pdu.members = std::mem::take(&mut self.spare_members);
+        let done = std::mem::replace(&mut **cur, next);
+        out.push(Event::Pdu(done.pdu));
     }
 
     /// Framing lost: count it and rescan from `from` with `bytes`.
@@ -784,7 +857,7 @@ fn lead_done(cur: &mut Cur, w: Win) -> After {
             cur.members_end = (start + prefix).min(cur.end.unwrap_or(u64::MAX));
             // The lead already holds the first bytes of the prefix.
             let mut mw = Win::new(start, SMB2_HEADER_LEN);
-            mw.buf = b[COMPRESSION_HEADER_LEN..].to_vec();
+            mw.buf = WinBuf::from_slice(&b[COMPRESSION_HEADER_LEN..]);
             mw.cut = w.cut;
             member_start(cur, start, Some(mw))
         }
@@ -872,4 +945,28 @@ fn member_window(cur: &mut Cur, mut w: Win, len: u64, header: Option<Smb2Header>
         return member_start(cur, w.start + next, None);
     }
     After::Go
+}
+
+#[cfg(test)]
+mod win_buf_tests {
+    use super::{WinBuf, INLINE};
+
+    /// Bytes added in pieces read back whole, in place and past
+    /// [`INLINE`] (where they all move to the heap), whatever the pieces.
+    #[test]
+    fn bytes_read_back_across_the_inline_bound() {
+        let all: Vec<u8> = (0..3 * INLINE).map(|i| (i * 7 + 3) as u8).collect();
+        for piece in [1, 5, INLINE - 1, INLINE, INLINE + 1, 3 * INLINE] {
+            let mut w = WinBuf::new();
+            let mut n = 0;
+            for p in all.chunks(piece) {
+                w.extend_from_slice(p);
+                n += p.len();
+                assert_eq!(&w[..], &all[..n], "pieces of {piece}, {n} bytes");
+            }
+        }
+        assert_eq!(&WinBuf::from_slice(&all[..INLINE])[..], &all[..INLINE]);
+        assert_eq!(&WinBuf::from_slice(&all)[..], &all[..]);
+        assert!(WinBuf::new().is_empty());
+    }
 }

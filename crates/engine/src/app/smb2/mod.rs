@@ -24,7 +24,7 @@ use nastriage_proto::smb2_records::{
 use self::framing::{Event, Framer, Member, Pdu, PduKind};
 use super::{Ctx, StreamParser};
 use crate::reassembly::Chunk;
-use crate::transactions::{OrphanReply, PduSpan, Transaction};
+use crate::transactions::{Name, OrphanReply, PduSpan, Transaction};
 
 /// Outstanding requests kept per connection; beyond it the oldest is
 /// emitted unanswered (and counted).
@@ -38,7 +38,7 @@ pub const MAX_TREES: usize = 4096;
 const MAX_EARLY: usize = 1024;
 
 /// SMB2 command name as tshark's `-z smb2,srt` table prints it.
-pub fn op_name(cmd: u16) -> String {
+pub fn op_name(cmd: u16) -> Name {
     const NAMES: [&str; 19] = [
         "Negotiate Protocol",
         "Session Setup",
@@ -61,8 +61,8 @@ pub fn op_name(cmd: u16) -> String {
         "Break",
     ];
     match NAMES.get(cmd as usize) {
-        Some(n) => (*n).to_string(),
-        None => format!("unknown-0x{cmd:02x}"),
+        Some(n) => Name::Borrowed(n),
+        None => format!("unknown-0x{cmd:02x}").into(),
     }
 }
 
@@ -270,7 +270,8 @@ impl Smb2Parser {
             malformed: p.malformed_chain || p.lost_members > 0,
             cut_at_end: p.cut_at_end,
         };
-        for m in p.members {
+        let mut members = p.members;
+        for m in members.drain(..) {
             let span = PduSpan {
                 bytes: m.len,
                 complete: base.complete,
@@ -282,6 +283,7 @@ impl Smb2Parser {
                 self.request(dir, m, span, flags, &mut chain, ctx);
             }
         }
+        self.framers[usize::from(dir).min(1)].give_back(members);
     }
 
     fn request(
@@ -484,8 +486,8 @@ impl Smb2Parser {
         tx.reply = Some(span);
         tx.status = Some(h.status);
         tx.status_name = Some(match nt_status_name(h.status) {
-            Some(n) => n.to_string(),
-            None => format!("0x{:08x}", h.status),
+            Some(n) => n.into(),
+            None => format!("0x{:08x}", h.status).into(),
         });
         if h.is_signed() && tx.auth.is_none() {
             tx.auth = Some("signed");

@@ -247,7 +247,7 @@ fn session_tree_file_and_io() {
     let log = h.finish();
 
     assert_eq!(log.transactions.len(), 8);
-    let ops: Vec<&str> = log.transactions.iter().map(|t| t.op.as_str()).collect();
+    let ops: Vec<&str> = log.transactions.iter().map(|t| &*t.op).collect();
     assert_eq!(
         ops,
         [
@@ -354,10 +354,7 @@ fn compound_related_members_inherit_file() {
     h.data(1, &rsp);
     let log = h.finish();
     let (a, b, d) = (by_id(&log, 10), by_id(&log, 11), by_id(&log, 12));
-    assert_eq!(
-        (a.op.as_str(), b.op.as_str(), d.op.as_str()),
-        ("Create", "GetInfo", "Close")
-    );
+    assert_eq!((&*a.op, &*b.op, &*d.op), ("Create", "GetInfo", "Close"));
     // All members share the frame's span; bytes are each message's own.
     assert_eq!(a.request.first_frame, b.request.first_frame);
     assert_eq!(a.request.last_frame, d.request.last_frame);
@@ -378,6 +375,53 @@ fn compound_related_members_inherit_file() {
         assert_eq!(t.file_handle, Some(FID.to_vec()), "{}", t.op);
         assert!(t.note.is_none());
     }
+}
+
+/// A name longer than what a window holds in place, with the request cut
+/// into small segments (a window filled across many chunks and past its
+/// in-place bound), then many frames in a row: every message's name, op
+/// and frames as for one frame alone.
+#[test]
+fn long_names_across_segments_and_many_frames() {
+    let mut h = H::new();
+    open_session(&mut h, 0x0311);
+    let name: String = (0..150)
+        .map(|i| char::from(b'a' + (i % 26) as u8))
+        .collect();
+    let name = format!("dir\\{name}.bin");
+    let q = hdr(s::cmd::CREATE, 3);
+    let req = s::message(&q, &create_request(&name, 0x1_0089, 1));
+    assert!(req.len() > 4 + super::framing::INLINE + 100);
+    h.segments(0, &req, 7, 7);
+    h.data(
+        1,
+        &s::message(&resp(&q, 0), &create_response(FID, 1, &info())),
+    );
+    // Frames back to back, requests and responses in one chunk each.
+    let mut reqs = Vec::new();
+    let mut rsps = Vec::new();
+    for id in 4..40 {
+        let q = hdr(s::cmd::READ, id);
+        reqs.extend(s::message(&q, &read_request(FID, id * 10, 10)));
+        rsps.extend(s::message(&resp(&q, 0), &read_response(&[1; 10])));
+    }
+    h.data(0, &reqs);
+    h.data(1, &rsps);
+    let log = h.finish();
+    assert_eq!(by_id(&log, 3).file_name.as_deref(), Some(name.as_str()));
+    assert_eq!(by_id(&log, 3).request.bytes, req.len() as u64 - 4);
+    for id in 4..40 {
+        let r = by_id(&log, id);
+        assert_eq!(r.op, "Read");
+        assert_eq!(r.file_name.as_deref(), Some(name.as_str()));
+        assert_eq!(
+            (r.offset, r.count, r.reply_count),
+            (Some(id * 10), Some(10), Some(10))
+        );
+        assert!(r.request.complete && r.reply.is_some_and(|p| p.complete));
+    }
+    assert_eq!(log.transactions.len(), 3 + 1 + 36);
+    assert_eq!(log.resyncs, 0);
 }
 
 #[test]
