@@ -390,10 +390,6 @@ pub(super) struct Framer {
     /// Offset of the next byte expected from the reassembler.
     next: u64,
     started: bool,
-    /// A frame's list of messages, given back empty once decoded
-    /// ([`Framer::give_back`]), for the next frame: one list per message
-    /// was otherwise allocated and freed.
-    spare_members: Vec<Member>,
 }
 
 impl Default for Framer {
@@ -407,20 +403,11 @@ impl Default for Framer {
             },
             next: 0,
             started: false,
-            spare_members: Vec::new(),
         }
     }
 }
 
 impl Framer {
-    /// A frame's list of messages, decoded: its room serves the next frame.
-    pub fn give_back(&mut self, mut members: Vec<Member>) {
-        members.clear();
-        if members.capacity() <= MAX_MEMBERS {
-            self.spare_members = members;
-        }
-    }
-
     /// Feed one chunk of this direction; frames and events go to `out`.
     pub fn chunk(&mut self, c: Chunk<'_>, out: &mut Vec<Event>) {
         match c {
@@ -526,9 +513,7 @@ impl Framer {
             let _ = window_done(cur, w);
         }
         // The next frame in the same box.
-        let mut next = Cur::fresh(end, frame, ts);
-        next.pdu.members = std::mem::take(&mut self.spare_members);
-        let done = std::mem::replace(&mut **cur, next);
+        let done = std::mem::replace(&mut **cur, Cur::fresh(end, frame, ts));
         out.push(Event::Pdu(done.pdu));
     }
 

@@ -270,8 +270,7 @@ impl Smb2Parser {
             malformed: p.malformed_chain || p.lost_members > 0,
             cut_at_end: p.cut_at_end,
         };
-        let mut members = p.members;
-        for m in members.drain(..) {
+        for m in p.members {
             let span = PduSpan {
                 bytes: m.len,
                 complete: base.complete,
@@ -283,7 +282,6 @@ impl Smb2Parser {
                 self.request(dir, m, span, flags, &mut chain, ctx);
             }
         }
-        self.framers[usize::from(dir).min(1)].give_back(members);
     }
 
     fn request(
