@@ -89,8 +89,8 @@ pub(super) enum Event {
 
 /// Bytes a window holds in place: every header and fixed body fits (the
 /// largest, a CREATE response's, is 152 bytes), so only a name goes to the
-/// heap. Windows on the heap were two allocations per message, a third of
-/// the SMB2 stage's (`bench/README.md`).
+/// heap. Windows on the heap were two or three allocations per message,
+/// a third of the SMB2 stage's (`bench/README.md`).
 pub(super) const INLINE: usize = SMB2_HEADER_LEN + 88;
 
 /// A window's bytes: in place up to [`INLINE`], else all on the heap.
