@@ -388,19 +388,24 @@ mod tests {
         }
     }
 
-    /// The file is unlinked: nothing named after it is left in the directory.
+    /// The file is unlinked: nothing is left in the directory while it is
+    /// open and written. (In a directory of its own: the other tests of
+    /// this process make spills in the temporary directory at the same
+    /// time, each there between its creation and its unlinking.)
     #[test]
     fn leaves_no_file_behind() {
-        let mut s = Spill::default();
-        s.put(vec![1, 2, 3]);
-        let pid = format!(".nastriage-spill-{}-", std::process::id());
-        let left = std::fs::read_dir(std::env::temp_dir())
-            .map(|d| {
-                d.filter_map(Result::ok)
-                    .filter(|e| e.file_name().to_string_lossy().starts_with(&pid))
-                    .count()
-            })
-            .unwrap_or(0);
-        assert_eq!(left, 0);
+        let dir = std::env::temp_dir().join(format!(
+            ".nastriage-spill-test-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        std::fs::create_dir(&dir).expect("a directory for the test");
+        let mut f = temp_file_in(&dir).expect("a spill file");
+        std::io::Write::write_all(&mut f, &[1, 2, 3]).expect("written");
+        let left = std::fs::read_dir(&dir).map(|d| d.count());
+        drop(f);
+        let removed = std::fs::remove_dir(&dir);
+        assert_eq!(left.ok(), Some(0));
+        assert!(removed.is_ok(), "the directory was left non-empty");
     }
 }
