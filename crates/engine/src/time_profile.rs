@@ -104,7 +104,14 @@ struct Partition {
     counts: [i64; 3],
     totals: [i64; 3],
     last: Option<i64>,
+    /// Per lane ([`Partition::push_lane`]), the union of its intervals so
+    /// far whose end is not yet a point: (start, end, state).
+    lanes: [Option<(i64, i64, u8)>; LANES],
 }
+
+/// Lanes of intervals merged before they become points: the kinds of a
+/// request's moments (see [`ProfileSweep::take`]).
+const LANES: usize = 4;
 
 enum Points {
     Packed { lo: i64, waiting: InOrder<u64> },
@@ -129,6 +136,7 @@ impl Partition {
             counts: [0; 3],
             totals: [0; 3],
             last: None,
+            lanes: [None; LANES],
         }
     }
 
@@ -137,24 +145,62 @@ impl Partition {
         if e <= s {
             return;
         }
+        self.point(s, true, st);
+        self.point(e, false, st);
+    }
+
+    /// Add [s, e) in state `st` to `lane`, whose intervals have that
+    /// state: an interval that starts within the lane's union so far
+    /// extends it rather than adding two points. Only whether a state is
+    /// present at an instant counts, so the totals are those of adding
+    /// every interval; with many requests outstanding, their network and
+    /// server moments overlap, and most points were these.
+    fn push_lane(&mut self, lane: usize, s: i64, e: i64, st: u8) {
+        if e <= s {
+            return;
+        }
+        match self.lanes[lane] {
+            Some((cs, ce, _)) if cs <= s && s <= ce => {
+                self.lanes[lane] = Some((cs, ce.max(e), st));
+            }
+            Some((_, ce, cst)) if s > ce => {
+                self.point(ce, false, cst);
+                self.point(s, true, st);
+                self.lanes[lane] = Some((s, e, st));
+            }
+            // (Before the union's start: on its own.)
+            Some(_) => self.push(s, e, st),
+            None => {
+                self.point(s, true, st);
+                self.lanes[lane] = Some((s, e, st));
+            }
+        }
+    }
+
+    /// The lanes' ends before `t` (all of them: `None`) become points.
+    fn close_lanes(&mut self, t: Option<i64>) {
+        for lane in 0..LANES {
+            if let Some((_, ce, st)) = self.lanes[lane].filter(|l| t.is_none_or(|t| l.1 < t)) {
+                self.point(ce, false, st);
+                self.lanes[lane] = None;
+            }
+        }
+    }
+
+    fn point(&mut self, t: i64, start: bool, st: u8) {
         match &mut self.points {
             Points::Packed { lo, waiting } => {
-                let pack = |t: i64, start: bool| {
-                    ((t - *lo) as u64) << 3 | u64::from(start) << 2 | u64::from(st)
-                };
-                waiting.push(pack(s, true));
-                waiting.push(pack(e, false));
+                waiting.push(((t - *lo) as u64) << 3 | u64::from(start) << 2 | u64::from(st));
             }
-            Points::Wide(waiting) => {
-                waiting.push((s, 1, st));
-                waiting.push((e, -1, st));
-            }
+            Points::Wide(waiting) => waiting.push((t, if start { 1 } else { -1 }, st)),
         }
     }
 
     /// Sweep the points before `t`, if enough wait: no interval added later
     /// starts before `t`.
     fn release(&mut self, t: i64) {
+        // A lane's end before `t` is final: no later interval can extend it.
+        self.close_lanes(Some(t));
         let (counts, totals, last) = (&mut self.counts, &mut self.totals, &mut self.last);
         match &mut self.points {
             Points::Packed { lo, waiting } => {
@@ -173,7 +219,8 @@ impl Partition {
         }
     }
 
-    fn finish(self) -> [i64; 3] {
+    fn finish(mut self) -> [i64; 3] {
+        self.close_lanes(None);
         let (mut counts, mut totals, mut last) = (self.counts, self.totals, self.last);
         match self.points {
             Points::Packed { lo, waiting } => {
@@ -652,15 +699,16 @@ impl<'a> ProfileSweep<'a> {
         // the wire), at the server (between them, less the server-side half
         // round trip), in the network (the client-side half round trips
         // around it).
-        for (s, e, st) in [
+        let moments = [
             (rq, rq_last, 0u8),
             (r.first_ts, r.last_ts, 0),
             (rq_last + b, r.first_ts - b, 1),
             (rq - a, r.last_ts + a, 2),
-        ] {
-            self.all.push(s, e, st);
+        ];
+        for (lane, (s, e, st)) in moments.into_iter().enumerate() {
+            self.all.push_lane(lane, s, e, st);
             if data {
-                self.data.push(s, e, st);
+                self.data.push_lane(lane, s, e, st);
             }
         }
         if let Some(srt) = t.srt_ns() {
@@ -848,6 +896,39 @@ mod tests {
             p.push(s, e, st);
         }
         assert_eq!(p.finish(), partition(intervals.iter().copied()));
+    }
+
+    /// Intervals merged in lanes give the totals of every interval added
+    /// on its own: lanes that overlap, touch, leave gaps and (the second
+    /// kind of moment) start before their union so far, swept as they come.
+    #[test]
+    fn lanes_give_the_totals_of_every_interval() {
+        let mut x: i64 = 12_345;
+        let mut next = move |m: i64| {
+            x = (x * 1_103_515_245 + 12_345) % (1 << 31);
+            x % m
+        };
+        for gap in [0, 3_000, 40_000] {
+            let mut all = Vec::new();
+            let mut p = Partition::new(-100_000, 1_000_000_000);
+            for i in 0..20_000i64 {
+                let rq = i * 1_000 + next(gap + 1);
+                let moments = [
+                    (rq, rq + next(300), 0u8),
+                    (rq + next(9_000), rq + 9_000 + next(2_000), 0),
+                    (rq + 200, rq + next(30_000), 1),
+                    (rq - 500, rq + 500 + next(40_000), 2),
+                ];
+                // No moment of this request or a later one starts before
+                // this (a request starts at i * 1000 at the earliest).
+                p.release(i * 1_000 - 500);
+                for (lane, (s, e, st)) in moments.into_iter().enumerate() {
+                    p.push_lane(lane, s, e, st);
+                    all.push((s, e, st));
+                }
+            }
+            assert_eq!(p.finish(), partition(all.iter().copied()), "gap {gap}");
+        }
     }
 
     #[test]
