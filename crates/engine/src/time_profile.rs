@@ -105,13 +105,15 @@ struct Partition {
     totals: [i64; 3],
     last: Option<i64>,
     /// Per lane ([`Partition::push_lane`]), the union of its intervals so
-    /// far whose end is not yet a point: (start, end, state).
-    lanes: [Option<(i64, i64, u8)>; LANES],
+    /// far whose end is not yet a point.
+    lanes: [Option<(i64, i64)>; LANES],
 }
 
 /// Lanes of intervals merged before they become points: the kinds of a
-/// request's moments (see [`ProfileSweep::take`]).
+/// request's moments (see [`ProfileSweep::take`]), each in its state
+/// (transferring, at the server, in the network).
 const LANES: usize = 4;
+const LANE_STATES: [u8; LANES] = [0, 0, 1, 2];
 
 enum Points {
     Packed { lo: i64, waiting: InOrder<u64> },
@@ -149,38 +151,37 @@ impl Partition {
         self.point(e, false, st);
     }
 
-    /// Add [s, e) in state `st` to `lane`, whose intervals have that
-    /// state: an interval that starts within the lane's union so far
-    /// extends it rather than adding two points. Only whether a state is
-    /// present at an instant counts, so the totals are those of adding
-    /// every interval; with many requests outstanding, their network and
-    /// server moments overlap, and most points were these.
-    fn push_lane(&mut self, lane: usize, s: i64, e: i64, st: u8) {
+    /// Add [s, e) to `lane` (in its state, [`LANE_STATES`]): an interval
+    /// that starts within the lane's union so far extends it rather than
+    /// adding two points. Only whether a state is present at an instant
+    /// counts, so the totals are those of adding every interval; with many
+    /// requests outstanding, their network and server moments overlap, and
+    /// most points were these.
+    fn push_lane(&mut self, lane: usize, s: i64, e: i64) {
         if e <= s {
             return;
         }
+        let st = LANE_STATES[lane];
         match self.lanes[lane] {
-            Some((cs, ce, _)) if cs <= s && s <= ce => {
-                self.lanes[lane] = Some((cs, ce.max(e), st));
-            }
-            Some((_, ce, cst)) if s > ce => {
-                self.point(ce, false, cst);
+            Some((cs, ce)) if cs <= s && s <= ce => self.lanes[lane] = Some((cs, ce.max(e))),
+            Some((_, ce)) if s > ce => {
+                self.point(ce, false, st);
                 self.point(s, true, st);
-                self.lanes[lane] = Some((s, e, st));
+                self.lanes[lane] = Some((s, e));
             }
             // (Before the union's start: on its own.)
             Some(_) => self.push(s, e, st),
             None => {
                 self.point(s, true, st);
-                self.lanes[lane] = Some((s, e, st));
+                self.lanes[lane] = Some((s, e));
             }
         }
     }
 
     /// The lanes' ends before `t` (all of them: `None`) become points.
     fn close_lanes(&mut self, t: Option<i64>) {
-        for lane in 0..LANES {
-            if let Some((_, ce, st)) = self.lanes[lane].filter(|l| t.is_none_or(|t| l.1 < t)) {
+        for (lane, st) in LANE_STATES.into_iter().enumerate() {
+            if let Some((_, ce)) = self.lanes[lane].filter(|l| t.is_none_or(|t| l.1 < t)) {
                 self.point(ce, false, st);
                 self.lanes[lane] = None;
             }
@@ -695,20 +696,20 @@ impl<'a> ProfileSweep<'a> {
         if !p.protocols.contains(&protocol) {
             p.protocols.push(protocol);
         }
-        // The request's moments: transferring (request and reply bytes on
-        // the wire), at the server (between them, less the server-side half
-        // round trip), in the network (the client-side half round trips
-        // around it).
+        // The request's moments, one per lane: transferring (request and
+        // reply bytes on the wire), at the server (between them, less the
+        // server-side half round trip), in the network (the client-side
+        // half round trips around it).
         let moments = [
-            (rq, rq_last, 0u8),
-            (r.first_ts, r.last_ts, 0),
-            (rq_last + b, r.first_ts - b, 1),
-            (rq - a, r.last_ts + a, 2),
+            (rq, rq_last),
+            (r.first_ts, r.last_ts),
+            (rq_last + b, r.first_ts - b),
+            (rq - a, r.last_ts + a),
         ];
-        for (lane, (s, e, st)) in moments.into_iter().enumerate() {
-            self.all.push_lane(lane, s, e, st);
+        for (lane, (s, e)) in moments.into_iter().enumerate() {
+            self.all.push_lane(lane, s, e);
             if data {
-                self.data.push_lane(lane, s, e, st);
+                self.data.push_lane(lane, s, e);
             }
         }
         if let Some(srt) = t.srt_ns() {
@@ -914,17 +915,17 @@ mod tests {
             for i in 0..20_000i64 {
                 let rq = i * 1_000 + next(gap + 1);
                 let moments = [
-                    (rq, rq + next(300), 0u8),
-                    (rq + next(9_000), rq + 9_000 + next(2_000), 0),
-                    (rq + 200, rq + next(30_000), 1),
-                    (rq - 500, rq + 500 + next(40_000), 2),
+                    (rq, rq + next(300)),
+                    (rq + next(9_000), rq + 9_000 + next(2_000)),
+                    (rq + 200, rq + next(30_000)),
+                    (rq - 500, rq + 500 + next(40_000)),
                 ];
                 // No moment of this request or a later one starts before
                 // this (a request starts at i * 1000 at the earliest).
                 p.release(i * 1_000 - 500);
-                for (lane, (s, e, st)) in moments.into_iter().enumerate() {
-                    p.push_lane(lane, s, e, st);
-                    all.push((s, e, st));
+                for (lane, (s, e)) in moments.into_iter().enumerate() {
+                    p.push_lane(lane, s, e);
+                    all.push((s, e, LANE_STATES[lane]));
                 }
             }
             assert_eq!(p.finish(), partition(all.iter().copied()), "gap {gap}");
