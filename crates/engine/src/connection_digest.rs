@@ -362,7 +362,7 @@ mod tests {
                 },
                 credit_charge: smb.then(|| rand(3) as u16),
                 credit_grant: smb.then(|| rand(4) as u16),
-                file_name: Some(format!("f{}", rand(30))),
+                file_name: Some(format!("f{}", rand(30)).into()),
                 count: Some(4096 << rand(5)),
                 reply,
                 ..Default::default()

@@ -603,7 +603,7 @@ mod tests {
             transport: "tcp",
             version: 3,
             op: "LOOKUP".into(),
-            file_name: Some(name),
+            file_name: Some(name.into()),
             ..Default::default()
         };
         let mut b = SrtBuilder::default();
@@ -652,7 +652,7 @@ mod tests {
             transport: "tcp",
             version: 3,
             op: op.into(),
-            file_name: file,
+            file_name: file.map(Into::into),
             request: PduSpan {
                 last_ts: i * 1_000_000,
                 ..Default::default()
@@ -814,7 +814,7 @@ mod tests {
                 stream,
                 client_addr: Some(("10.0.0.1".parse().expect("ip"), 700 + stream as u16)),
                 server_addr: Some(("10.0.0.2".parse().expect("ip"), 2049)),
-                file_name: file.clone(),
+                file_name: file.as_deref().map(Into::into),
                 status: answered.then_some(if failed { 2 } else { 0 }),
                 status_name: (answered && failed).then(|| "NFS3ERR_NOENT".into()),
                 reply: answered.then(|| crate::transactions::PduSpan {

@@ -23,6 +23,10 @@ pub struct PduSpan {
 /// A name from a protocol's tables, or made for a value not in them.
 pub type Name = std::borrow::Cow<'static, str>;
 
+/// A file or share name a parser maps a handle or id to: shared with its
+/// map, so that naming a request's file copies nothing.
+pub type FileName = std::sync::Arc<str>;
+
 /// One request and, when seen, its reply. Serialisable so that the log can
 /// keep completed ones compressed (`tx_store.rs`).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -72,9 +76,9 @@ pub struct Transaction {
     /// File handle (NFS) or FileId (SMB2), as raw bytes.
     pub file_handle: Option<Vec<u8>>,
     /// File name, from the request itself or mapped from the handle.
-    pub file_name: Option<String>,
+    pub file_name: Option<FileName>,
     /// SMB2 share (\\server\share) from TREE_CONNECT, by TreeId.
-    pub share: Option<String>,
+    pub share: Option<FileName>,
     /// NFS WRITE stable_how / committed; SMB2: unused.
     pub stable: Option<u32>,
     pub committed: Option<u32>,
@@ -173,6 +177,14 @@ impl TransactionLog {
     pub fn push(&mut self, t: Transaction) {
         self.derived.add(&t, self.transactions.len() as u64);
         self.transactions.push(t);
+    }
+
+    /// [`TransactionLog::push`] of a transaction where it lies (a parser's
+    /// boxed outstanding request): moved out only when the log keeps
+    /// transactions, so a run that keeps none copies none of its 700 bytes.
+    pub fn push_from(&mut self, t: &mut Transaction) {
+        self.derived.add(t, self.transactions.len() as u64);
+        self.transactions.push_from(t);
     }
 }
 

@@ -129,6 +129,16 @@ impl TxStore {
         !self.discard
     }
 
+    /// [`TxStore::push`], taking `t` (leaving a default one) only when
+    /// transactions are kept.
+    pub fn push_from(&mut self, t: &mut Transaction) {
+        if self.discard {
+            self.next_seq += 1;
+        } else {
+            self.push(std::mem::take(t));
+        }
+    }
+
     pub fn push(&mut self, t: Transaction) {
         let seq = self.next_seq;
         self.next_seq += 1;
@@ -263,7 +273,7 @@ mod tests {
             transport: "tcp",
             auth: Some("AUTH_UNIX"),
             op: "READ".into(),
-            file_name: Some(name.to_string()),
+            file_name: Some(name.into()),
             file_handle: Some(vec![1, 2, 3, first as u8]),
             client_addr: Some((
                 "10.0.0.1"

@@ -39,12 +39,12 @@ use nastriage_proto::ParseError;
 
 use super::{Ctx, StreamParser};
 use crate::reassembly::Chunk;
-use crate::transactions::{OrphanReply, PduSpan, Transaction, TransactionLog};
+use crate::transactions::{OrphanReply, PduSpan, TransactionLog};
 
 use decode::{ReplyCtx, Want};
 use framing::{Framer, Record, Sink, HEADER_CAP, LISTING_CAP};
 use names::NameMap;
-use pending::{PendingCalls, RecentlyAnswered, MAX_OUTSTANDING};
+use pending::{PendingCall, PendingCalls, RecentlyAnswered, MAX_OUTSTANDING};
 
 /// State shared by every RPC flow of one analysis.
 #[derive(Debug, Default)]
@@ -334,25 +334,25 @@ impl Core {
             // Same XID, different call, no reply in between.
             if let Some(mut old) = self.pending.remove(&key) {
                 old.tx.note = Some("XID reused by another call before any reply".into());
-                ctx.log.push(old.tx);
+                ctx.log.push_from(&mut old.tx);
             }
         }
-        let mut tx = Transaction {
-            protocol: progs::protocol(h.prog),
-            version: h.vers,
-            op: progs::proc_name(h.prog, h.vers, h.proc_),
-            op_code: h.proc_,
-            program: h.prog,
-            stream: self.stream,
-            transport: self.transport,
-            request_dir: dir,
-            id: u64::from(h.xid),
-            request: rec.span,
-            auth: h
-                .flavor
-                .map(|f| progs::auth_name(f, h.gss.map(|(_, svc)| svc))),
-            ..Default::default()
-        };
+        // Made in its box (700 bytes), where it stays until logged.
+        let mut call = Box::<PendingCall>::default();
+        let PendingCall { tx, ctx: rc, .. } = &mut *call;
+        tx.protocol = progs::protocol(h.prog);
+        tx.version = h.vers;
+        tx.op = progs::proc_name(h.prog, h.vers, h.proc_);
+        tx.op_code = h.proc_;
+        tx.program = h.prog;
+        tx.stream = self.stream;
+        tx.transport = self.transport;
+        tx.request_dir = dir;
+        tx.id = u64::from(h.xid);
+        tx.request = rec.span;
+        tx.auth = h
+            .flavor
+            .map(|f| progs::auth_name(f, h.gss.map(|(_, svc)| svc)));
         if let Some(reply_frame) = self.answered.get(&key) {
             tx.retransmissions = 1;
             tx.note = Some(format!(
@@ -364,7 +364,7 @@ impl Core {
             tx.client_addr = Some(ep[dir as usize]);
             tx.server_addr = Some(ep[1 - dir as usize]);
         }
-        let mut rc = ReplyCtx {
+        *rc = ReplyCtx {
             prog: h.prog,
             vers: h.vers,
             proc_: h.proc_,
@@ -379,7 +379,7 @@ impl Core {
             (Some(off), _) => {
                 let args = rec.hdr.get(off..).unwrap_or(&[]);
                 let shared = self.shared.borrow();
-                match decode::call_args(&mut tx, &mut rc, args, &shared.names) {
+                match decode::call_args(tx, rc, args, &shared.names) {
                     Ok(()) => {}
                     Err(ParseError::Incomplete) => {
                         complete = !rec.cut;
@@ -404,13 +404,12 @@ impl Core {
             }
         }
         tx.request.complete = complete;
-        if let Some(old) = self.pending.insert(key, tx, rc) {
+        if let Some(mut old) = self.pending.insert(key, call) {
             self.shared.borrow_mut().evicted_calls += 1;
-            let mut t = old.tx;
-            t.note = Some(format!(
+            old.tx.note = Some(format!(
                 "evicted unanswered: more than {MAX_OUTSTANDING} outstanding calls"
             ));
-            ctx.log.push(t);
+            ctx.log.push_from(&mut old.tx);
         }
     }
 
@@ -422,7 +421,7 @@ impl Core {
         rec: &Record<'_>,
         ctx: &mut Ctx<'_>,
     ) {
-        let Some(p) = self.pending.remove(&(1 - dir, xid)) else {
+        let Some(mut p) = self.pending.remove(&(1 - dir, xid)) else {
             let status = h
                 .filter(|h| h.is_success())
                 .and_then(|h| be32(rec.hdr, h.body_offset));
@@ -438,8 +437,7 @@ impl Core {
             });
             return;
         };
-        let mut tx = p.tx;
-        let rc = p.ctx;
+        let PendingCall { tx, ctx: rc, .. } = &mut *p;
         let mut span = rec.span;
         span.complete = true;
         match h {
@@ -465,7 +463,7 @@ impl Core {
                     };
                     let out = res.and_then(|res| {
                         let mut shared = self.shared.borrow_mut();
-                        decode::reply_results(&mut tx, &rc, res, &mut shared.names)
+                        decode::reply_results(tx, rc, res, &mut shared.names)
                     });
                     match out {
                         Ok(()) => {}
@@ -490,12 +488,12 @@ impl Core {
         }
         tx.reply = Some(span);
         self.answered.insert((1 - dir, xid), span.last_frame);
-        ctx.log.push(tx);
+        ctx.log.push_from(tx);
     }
 
     fn finish(&mut self, ctx: &mut Ctx<'_>) {
-        for p in self.pending.drain() {
-            ctx.log.push(p.tx);
+        for mut p in self.pending.drain() {
+            ctx.log.push_from(&mut p.tx);
         }
     }
 }

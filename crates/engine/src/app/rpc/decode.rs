@@ -13,7 +13,7 @@ use nastriage_proto::{ParseError, XdrCursor};
 use super::names::{join, NameMap};
 use super::nfs4;
 use super::progs::{nfs2_status_name, nlm_status_name};
-use crate::transactions::{Name, Transaction};
+use crate::transactions::{FileName, Name, Transaction};
 
 /// What decoding a reply needs to remember from its call.
 #[derive(Debug, Clone, Default)]
@@ -70,7 +70,7 @@ pub fn call_args(tx: &mut Transaction, rc: &mut ReplyCtx, args: &[u8], names: &N
             };
             match c {
                 Ok(c) => {
-                    nfs_call(tx, rc, &c, names, rc.vers);
+                    nfs_call(tx, rc, c, names, rc.vers);
                     Ok(())
                 }
                 Err(e) => {
@@ -84,7 +84,7 @@ pub fn call_args(tx: &mut Transaction, rc: &mut ReplyCtx, args: &[u8], names: &N
                         // The directory's name is not the name of a
                         // directory operation's target.
                         if !is_dirop(rc.vers, rc.proc_) {
-                            tx.file_name = names.get(fh).map(str::to_string);
+                            tx.file_name = names.get(fh).cloned();
                         }
                         tx.file_handle = Some(fh.to_vec());
                     }
@@ -95,7 +95,7 @@ pub fn call_args(tx: &mut Transaction, rc: &mut ReplyCtx, args: &[u8], names: &N
         (PROG_NFS, 4) if rc.proc_ == 1 => nfs4::call(tx, rc, args, names),
         (PROG_MOUNT, _) if matches!(rc.proc_, 1 | 3) => {
             let path = parse_mnt_call(args)?;
-            tx.file_name = Some(path.clone());
+            tx.file_name = Some(path.as_str().into());
             if rc.proc_ == 1 {
                 rc.want = Want::Mount(path);
             }
@@ -108,7 +108,7 @@ pub fn call_args(tx: &mut Transaction, rc: &mut ReplyCtx, args: &[u8], names: &N
             } else {
                 c.opaque(v3::NFS3_FHSIZE)?
             };
-            tx.file_name = names.get(fh).map(str::to_string);
+            tx.file_name = names.get(fh).cloned();
             tx.file_handle = Some(fh.to_vec());
             Ok(())
         }
@@ -124,12 +124,17 @@ fn is_dirop(vers: u32, proc_: u32) -> bool {
     }
 }
 
-fn nfs_call(tx: &mut Transaction, rc: &mut ReplyCtx, c: &NfsCall, names: &NameMap, vers: u32) {
+fn nfs_call(tx: &mut Transaction, rc: &mut ReplyCtx, c: NfsCall, names: &NameMap, vers: u32) {
     tx.offset = c.offset;
     tx.count = c.count.or(c.data_len).map(u64::from);
     tx.stable = c.stable;
-    tx.file_handle.clone_from(&c.fh);
-    let known = c.fh.as_deref().and_then(|fh| names.get(fh));
+    // (Moved, not copied: one allocation less per request.)
+    tx.file_handle = c.fh;
+    let known = tx
+        .file_handle
+        .as_deref()
+        .and_then(|fh| names.get(fh))
+        .cloned();
     let (lookup, create, mkdir, symlink, mknod, remove, rmdir, rename, readdirplus) = if vers == 3 {
         (
             v3::NFSPROC3_LOOKUP,
@@ -156,19 +161,19 @@ fn nfs_call(tx: &mut Transaction, rc: &mut ReplyCtx, c: &NfsCall, names: &NameMa
         )
     };
     let p = c.proc_;
-    let target = c.name.as_deref().and_then(|n| join(known, n));
+    let target = c.name.as_deref().and_then(|n| join(known.as_deref(), n));
     if p == lookup || p == create || p == mkdir || p == symlink || p == mknod {
-        tx.file_name.clone_from(&target);
+        tx.file_name = target.as_deref().map(FileName::from);
         if let Some(t) = target {
             rc.want = Want::Named(t);
         }
     } else if p == remove || p == rmdir || p == rename {
-        tx.file_name = target;
+        tx.file_name = target.map(FileName::from);
     } else if p == readdirplus {
-        tx.file_name = known.map(str::to_string);
-        rc.want = Want::Listing(tx.file_name.clone());
+        rc.want = Want::Listing(known.as_deref().map(str::to_string));
+        tx.file_name = known;
     } else {
-        tx.file_name = known.map(str::to_string);
+        tx.file_name = known;
     }
 }
 

@@ -9,7 +9,12 @@
 //! bounded: past [`MAX_NAMES`] entries the oldest insertions are evicted
 //! (and counted).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+// Looked up for every call: a fast hasher (seeded per process).
+use foldhash::HashMap;
+
+use crate::transactions::FileName;
 
 /// Most handles remembered.
 pub const MAX_NAMES: usize = 100_000;
@@ -18,7 +23,7 @@ pub const MAX_PATH: usize = 1024;
 
 #[derive(Debug)]
 pub struct NameMap {
-    map: HashMap<Vec<u8>, String>,
+    map: HashMap<Vec<u8>, FileName>,
     /// Insertion order, for eviction (each handle appears once).
     order: VecDeque<Vec<u8>>,
     cap: usize,
@@ -34,15 +39,15 @@ impl Default for NameMap {
 impl NameMap {
     pub fn with_capacity(cap: usize) -> Self {
         NameMap {
-            map: HashMap::new(),
+            map: HashMap::default(),
             order: VecDeque::new(),
             cap: cap.max(1),
             evictions: 0,
         }
     }
 
-    pub fn get(&self, fh: &[u8]) -> Option<&str> {
-        self.map.get(fh).map(String::as_str)
+    pub fn get(&self, fh: &[u8]) -> Option<&FileName> {
+        self.map.get(fh)
     }
 
     pub fn len(&self) -> usize {
@@ -54,8 +59,8 @@ impl NameMap {
             return;
         }
         if let Some(old) = self.map.get_mut(fh) {
-            if *old != path {
-                *old = path;
+            if **old != *path {
+                *old = path.into();
             }
             return;
         }
@@ -68,7 +73,7 @@ impl NameMap {
                 None => break,
             }
         }
-        self.map.insert(fh.to_vec(), path);
+        self.map.insert(fh.to_vec(), path.into());
         self.order.push_back(fh.to_vec());
     }
 }
@@ -135,9 +140,9 @@ mod tests {
         assert_eq!(m.len(), 3);
         assert_eq!(m.evictions, 2);
         assert_eq!(m.get(&[0]), None);
-        assert_eq!(m.get(&[4]), Some("f4"));
+        assert_eq!(m.get(&[4]).map(|n| &**n), Some("f4"));
         // Renaming an entry does not grow the map.
         m.insert(&[4], "g".into());
-        assert_eq!((m.len(), m.get(&[4])), (3, Some("g")));
+        assert_eq!((m.len(), m.get(&[4]).map(|n| &**n)), (3, Some("g")));
     }
 }

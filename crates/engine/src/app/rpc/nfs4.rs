@@ -15,7 +15,7 @@ use std::borrow::Cow;
 
 use super::decode::{ReplyCtx, Want};
 use super::names::{join, parent, NameMap};
-use crate::transactions::Transaction;
+use crate::transactions::{FileName, Transaction};
 
 type Res = Result<(), ParseError>;
 
@@ -84,7 +84,7 @@ pub fn call(tx: &mut Transaction, rc: &mut ReplyCtx, args: &[u8], names: &NameMa
         match &o.args {
             Nfs4OpArgs::PutFh { fh } => {
                 cur_fh = Some(fh);
-                cur = names.get(fh).map(Cow::Borrowed);
+                cur = names.get(fh).map(|n| Cow::Borrowed(&**n));
             }
             Nfs4OpArgs::Lookup { name } => {
                 cur = join(cur.as_deref(), name).map(Cow::Owned);
@@ -118,7 +118,7 @@ pub fn call(tx: &mut Transaction, rc: &mut ReplyCtx, args: &[u8], names: &NameMa
             if tx.file_handle.is_none() {
                 tx.file_handle = cur_fh.map(<[u8]>::to_vec);
             }
-            tx.file_name = match &o.args {
+            tx.file_name = (match &o.args {
                 Nfs4OpArgs::Lookup { .. } | Nfs4OpArgs::Create { .. } => owned(&cur),
                 Nfs4OpArgs::Open { name: Some(_), .. } => owned(&cur),
                 Nfs4OpArgs::Remove { name } | Nfs4OpArgs::Link { name } => {
@@ -126,7 +126,8 @@ pub fn call(tx: &mut Transaction, rc: &mut ReplyCtx, args: &[u8], names: &NameMa
                 }
                 Nfs4OpArgs::Rename { old, .. } => join(before.as_deref(), old),
                 _ => owned(&before),
-            };
+            })
+            .map(FileName::from);
             match &o.args {
                 Nfs4OpArgs::Read { offset, count, .. } => {
                     tx.offset = Some(*offset);
@@ -266,7 +267,7 @@ pub fn reply(tx: &mut Transaction, rc: &ReplyCtx, res: &[u8], names: &mut NameMa
             .file_handle
             .as_deref()
             .and_then(|fh| names.get(fh))
-            .map(str::to_string);
+            .cloned();
     }
     match r.stopped {
         Some(s) => Err(s.error),

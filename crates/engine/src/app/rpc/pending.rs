@@ -17,7 +17,7 @@ pub const MAX_OUTSTANDING: usize = 65536;
 /// (direction of the call, XID).
 pub type CallKey = (u8, u32);
 
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct PendingCall {
     pub tx: Transaction,
     pub ctx: ReplyCtx,
@@ -71,8 +71,10 @@ impl PendingCalls {
         self.map.contains_key(key)
     }
 
-    pub fn remove(&mut self, key: &CallKey) -> Option<PendingCall> {
-        let p = self.map.remove(key).map(|p| *p);
+    /// (Boxed as kept: the caller completes and logs the transaction where
+    /// it lies rather than moving its 700 bytes out.)
+    pub fn remove(&mut self, key: &CallKey) -> Option<Box<PendingCall>> {
+        let p = self.map.remove(key);
         if self.order.len() > 2 * self.map.len() + 1024 {
             let map = &self.map;
             self.order
@@ -81,9 +83,10 @@ impl PendingCalls {
         p
     }
 
-    /// Add a call (the key must not be present); returns the oldest call
-    /// if the table was full.
-    pub fn insert(&mut self, key: CallKey, tx: Transaction, ctx: ReplyCtx) -> Option<PendingCall> {
+    /// Add a call (the key must not be present), made in its box by the
+    /// caller ([`PendingCall::default`]); returns the oldest call if the
+    /// table was full.
+    pub fn insert(&mut self, key: CallKey, mut call: Box<PendingCall>) -> Option<Box<PendingCall>> {
         let evicted = if self.map.len() >= self.cap {
             self.pop_oldest()
         } else {
@@ -91,21 +94,15 @@ impl PendingCalls {
         };
         self.serial += 1;
         self.order.push_back((key, self.serial));
-        self.map.insert(
-            key,
-            Box::new(PendingCall {
-                tx,
-                ctx,
-                serial: self.serial,
-            }),
-        );
+        call.serial = self.serial;
+        self.map.insert(key, call);
         evicted
     }
 
-    fn pop_oldest(&mut self) -> Option<PendingCall> {
+    fn pop_oldest(&mut self) -> Option<Box<PendingCall>> {
         while let Some((k, s)) = self.order.pop_front() {
             if self.map.get(&k).is_some_and(|p| p.serial == s) {
-                return self.map.remove(&k).map(|p| *p);
+                return self.map.remove(&k);
             }
         }
         None
@@ -157,15 +154,16 @@ mod tests {
     #[test]
     fn bounded_oldest_first() {
         let mut p = PendingCalls::with_capacity(2);
-        let tx = |id| Transaction {
-            id,
-            ..Default::default()
+        let tx = |id| {
+            let mut c = Box::<PendingCall>::default();
+            c.tx.id = id;
+            c
         };
-        assert!(p.insert((0, 1), tx(1), ReplyCtx::default()).is_none());
-        assert!(p.insert((0, 2), tx(2), ReplyCtx::default()).is_none());
-        assert!(p.remove(&(0, 1)).is_some());
-        assert!(p.insert((0, 3), tx(3), ReplyCtx::default()).is_none());
-        let ev = p.insert((0, 4), tx(4), ReplyCtx::default());
+        assert!(p.insert((0, 1), tx(1)).is_none());
+        assert!(p.insert((0, 2), tx(2)).is_none());
+        assert_eq!(p.remove(&(0, 1)).map(|c| c.tx.id), Some(1));
+        assert!(p.insert((0, 3), tx(3)).is_none());
+        let ev = p.insert((0, 4), tx(4));
         assert_eq!(ev.map(|e| e.tx.id), Some(2));
         assert_eq!(p.len(), 2);
         let left: Vec<u64> = p.drain().into_iter().map(|c| c.tx.id).collect();

@@ -24,7 +24,7 @@ use nastriage_proto::smb2_records::{
 use self::framing::{Event, Framer, Member, Pdu, PduKind};
 use super::{Ctx, StreamParser};
 use crate::reassembly::Chunk;
-use crate::transactions::{Name, OrphanReply, PduSpan, Transaction};
+use crate::transactions::{FileName, Name, OrphanReply, PduSpan, Transaction};
 
 /// Outstanding requests kept per connection; beyond it the oldest is
 /// emitted unanswered (and counted).
@@ -117,12 +117,13 @@ impl<K: std::hash::Hash + Eq + Clone, V> Bounded<K, V> {
 }
 
 /// A request waiting for its response.
+#[derive(Default)]
 struct Pending {
     tx: Transaction,
     /// TREE_CONNECT: the path, mapped to the TreeId of the response.
-    tree_path: Option<String>,
+    tree_path: Option<FileName>,
     /// CREATE: the name, mapped to the FileId of the response.
-    create_name: Option<String>,
+    create_name: Option<FileName>,
     /// Related compound member operating on the previous member's FileId.
     chained_fid: bool,
 }
@@ -142,7 +143,9 @@ struct Chain {
     session: u64,
     tree: u32,
     file_id: Option<[u8; 16]>,
-    file_name: Option<String>,
+    file_name: Option<FileName>,
+    /// Another member follows in the frame (else nothing is carried).
+    more: bool,
 }
 
 pub struct Smb2Parser {
@@ -155,8 +158,8 @@ pub struct Smb2Parser {
     pending: BTreeMap<u64, Box<Pending>>,
     /// Responses whose request has not been seen (yet).
     early: BTreeMap<u64, (u8, Member, PduSpan, FrameFlags)>,
-    files: Bounded<[u8; 16], String>,
-    trees: Bounded<(u64, u32), String>,
+    files: Bounded<[u8; 16], FileName>,
+    trees: Bounded<(u64, u32), FileName>,
     /// Negotiated dialect (e.g. 0x0311).
     dialect: Option<u16>,
     encrypted: u64,
@@ -270,7 +273,8 @@ impl Smb2Parser {
             malformed: p.malformed_chain || p.lost_members > 0,
             cut_at_end: p.cut_at_end,
         };
-        for m in p.members {
+        let n = p.members.len();
+        for (i, m) in p.members.into_iter().enumerate() {
             let span = PduSpan {
                 bytes: m.len,
                 complete: base.complete,
@@ -279,6 +283,7 @@ impl Smb2Parser {
             if m.header.is_response() {
                 self.response(dir, m, span, flags, &mut resp_chain, ctx);
             } else {
+                chain.more = i + 1 < n;
                 self.request(dir, m, span, flags, &mut chain, ctx);
             }
         }
@@ -306,23 +311,23 @@ impl Smb2Parser {
             h.tree_id
         };
         let (version, minor_version) = self.version();
-        let mut tx = Transaction {
-            protocol: "smb2",
-            version,
-            minor_version,
-            op: op_name(h.command),
-            op_code: h.command as u32,
-            stream: self.stream,
-            transport: "tcp",
-            request_dir: dir,
-            id: h.message_id,
-            request: span,
-            credit_charge: Some(h.credit_charge),
-            credit_request: Some(h.credits),
-            session: Some(session_bytes(session)),
-            auth: (h.flags & SMB2_FLAGS_SIGNED != 0).then_some("signed"),
-            ..Default::default()
-        };
+        // Made in its box (650 bytes), where it stays until logged.
+        let mut pend = Box::<Pending>::default();
+        let tx = &mut pend.tx;
+        tx.protocol = "smb2";
+        tx.version = version;
+        tx.minor_version = minor_version;
+        tx.op = op_name(h.command);
+        tx.op_code = h.command as u32;
+        tx.stream = self.stream;
+        tx.transport = "tcp";
+        tx.request_dir = dir;
+        tx.id = h.message_id;
+        tx.request = span;
+        tx.credit_charge = Some(h.credit_charge);
+        tx.credit_request = Some(h.credits);
+        tx.session = Some(session_bytes(session));
+        tx.auth = (h.flags & SMB2_FLAGS_SIGNED != 0).then_some("signed");
         if flags.cut_at_end {
             tx.note = Some("request cut by the end of the capture".into());
         } else if !m.complete {
@@ -333,19 +338,18 @@ impl Smb2Parser {
         if h.async_id.is_none() {
             tx.share = self.share(session, tree);
         }
-        let mut tree_path = None;
         let mut create_name = None;
-        let mut chained_fid = false;
         match &m.body {
             Some(Smb2Body::TreeConnectRequest { path, .. }) => {
+                let path = FileName::from(path.as_str());
                 tx.share = Some(path.clone());
-                tree_path = Some(path.clone());
+                pend.tree_path = Some(path);
             }
             Some(Smb2Body::CreateRequest { name, .. }) => {
-                let n = if name.is_empty() {
-                    "\\".to_string()
+                let n: FileName = if name.is_empty() {
+                    "\\".into()
                 } else {
-                    name.clone()
+                    name.as_str().into()
                 };
                 tx.file_name = Some(n.clone());
                 create_name = Some(n);
@@ -353,7 +357,7 @@ impl Smb2Parser {
             Some(b) => {
                 if let Some(fid) = body_file_id(b) {
                     if fid == FID_NONE && related {
-                        chained_fid = true;
+                        pend.chained_fid = true;
                         tx.file_handle = chain.file_id.map(|f| f.to_vec());
                         tx.file_name = chain.file_name.clone();
                     } else {
@@ -375,21 +379,31 @@ impl Smb2Parser {
             }
             None => {}
         }
-        // Carry ids to the next related member.
+        // Carry ids to the next related member (the name only when one
+        // follows: a copy per request otherwise).
         chain.session = session;
         chain.tree = tree;
         if create_name.is_some() {
             chain.file_id = None;
-            chain.file_name = create_name.clone();
-        } else if !chained_fid {
+            chain.file_name = if chain.more {
+                create_name.clone()
+            } else {
+                None
+            };
+        } else if !pend.chained_fid {
             chain.file_id = tx.file_handle.as_deref().and_then(|f| f.try_into().ok());
-            chain.file_name = tx.file_name.clone();
+            chain.file_name = if chain.more {
+                tx.file_name.clone()
+            } else {
+                None
+            };
         }
+        pend.create_name = create_name;
 
         if h.command == SMB2_CANCEL {
             // CANCEL has no response (the cancelled request gets one).
-            tx.note = Some("CANCEL has no response".into());
-            ctx.log.push(tx);
+            pend.tx.note = Some("CANCEL has no response".into());
+            ctx.log.push_from(&mut pend.tx);
             return;
         }
         let id = h.message_id;
@@ -398,12 +412,6 @@ impl Smb2Parser {
             p.tx.retransmissions += 1;
             return;
         }
-        let mut pend = Box::new(Pending {
-            tx,
-            tree_path,
-            create_name,
-            chained_fid,
-        });
         // A response delivered before its request (out-of-order data).
         if let Some((rdir, rm, rspan, rflags)) = self.early.remove(&id) {
             if rdir != dir && rspan.last_ts >= pend.tx.request.first_ts {
@@ -422,13 +430,13 @@ impl Smb2Parser {
                 self.evicted_requests += 1;
                 ctx.log.smb2_evicted_requests += 1;
                 old.tx.note = Some("evicted: too many outstanding requests".into());
-                ctx.log.push(old.tx);
+                ctx.log.push_from(&mut old.tx);
             }
         }
         self.pending.insert(id, pend);
     }
 
-    fn share(&self, session: u64, tree: u32) -> Option<String> {
+    fn share(&self, session: u64, tree: u32) -> Option<FileName> {
         self.trees.get(&(session, tree)).cloned()
     }
 
@@ -547,7 +555,7 @@ impl Smb2Parser {
         if p.chained_fid && tx.file_handle.is_none() {
             tx.file_handle = chain_fid.map(|f| f.to_vec());
         }
-        ctx.log.push(p.tx);
+        ctx.log.push_from(tx);
     }
 
     fn warn(&self, ctx: &mut Ctx<'_>) {
@@ -587,8 +595,8 @@ impl StreamParser for Smb2Parser {
             self.framers[d as usize].finish(&mut self.events);
             self.drain(d, ctx);
         }
-        for (_, p) in std::mem::take(&mut self.pending) {
-            ctx.log.push(p.tx);
+        for (_, mut p) in std::mem::take(&mut self.pending) {
+            ctx.log.push_from(&mut p.tx);
         }
         for (_, (_, m, span, _)) in std::mem::take(&mut self.early) {
             self.orphan(m.header, span, ctx);
