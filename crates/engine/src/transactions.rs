@@ -23,6 +23,12 @@ pub struct PduSpan {
 /// A name from a protocol's tables, or made for a value not in them.
 pub type Name = std::borrow::Cow<'static, str>;
 
+/// Raw identifier bytes (a file handle, an SMB2 FileId, a session id): up
+/// to 16 in place, at the size of a `Vec`, so that an SMB2 request's
+/// FileId and session id allocate nothing; longer ones (most NFS handles)
+/// go to the heap.
+pub type IdBytes = smallvec::SmallVec<[u8; 16]>;
+
 /// A file or share name a parser maps a handle or id to: shared with its
 /// map, so that naming a request's file copies nothing.
 pub type FileName = std::sync::Arc<str>;
@@ -74,7 +80,7 @@ pub struct Transaction {
     /// RPC accept/reject status when not SUCCESS (e.g. "PROC_UNAVAIL").
     pub rpc_status: Option<String>,
     /// File handle (NFS) or FileId (SMB2), as raw bytes.
-    pub file_handle: Option<Vec<u8>>,
+    pub file_handle: Option<IdBytes>,
     /// File name, from the request itself or mapped from the handle.
     pub file_name: Option<FileName>,
     /// SMB2 share (\\server\share) from TREE_CONNECT, by TreeId.
@@ -93,7 +99,7 @@ pub struct Transaction {
     pub highest_slot: Option<u32>,
     pub target_highest_slot: Option<u32>,
     /// NFSv4.1 session id (16 bytes), SMB2 SessionId (8 bytes).
-    pub session: Option<Vec<u8>>,
+    pub session: Option<IdBytes>,
     /// NFSv4: all operations of the COMPOUND, "SEQUENCE,PUTFH,READ".
     pub compound_ops: Option<String>,
     /// Authentication: RPC auth flavour name, SMB "signed"/"encrypted".

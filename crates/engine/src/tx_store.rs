@@ -274,7 +274,12 @@ mod tests {
             auth: Some("AUTH_UNIX"),
             op: "READ".into(),
             file_name: Some(name.into()),
-            file_handle: Some(vec![1, 2, 3, first as u8]),
+            file_handle: Some(crate::transactions::IdBytes::from_slice(&[
+                1,
+                2,
+                3,
+                first as u8,
+            ])),
             client_addr: Some((
                 "10.0.0.1"
                     .parse()

@@ -13,7 +13,7 @@ use nastriage_proto::{ParseError, XdrCursor};
 use super::names::{join, NameMap};
 use super::nfs4;
 use super::progs::{nfs2_status_name, nlm_status_name};
-use crate::transactions::{FileName, Name, Transaction};
+use crate::transactions::{FileName, IdBytes, Name, Transaction};
 
 /// What decoding a reply needs to remember from its call.
 #[derive(Debug, Clone, Default)]
@@ -86,7 +86,7 @@ pub fn call_args(tx: &mut Transaction, rc: &mut ReplyCtx, args: &[u8], names: &N
                         if !is_dirop(rc.vers, rc.proc_) {
                             tx.file_name = names.get(fh).cloned();
                         }
-                        tx.file_handle = Some(fh.to_vec());
+                        tx.file_handle = Some(IdBytes::from_slice(fh));
                     }
                     Err(e)
                 }
@@ -109,7 +109,7 @@ pub fn call_args(tx: &mut Transaction, rc: &mut ReplyCtx, args: &[u8], names: &N
                 c.opaque(v3::NFS3_FHSIZE)?
             };
             tx.file_name = names.get(fh).cloned();
-            tx.file_handle = Some(fh.to_vec());
+            tx.file_handle = Some(IdBytes::from_slice(fh));
             Ok(())
         }
         _ => Ok(()),
@@ -129,7 +129,7 @@ fn nfs_call(tx: &mut Transaction, rc: &mut ReplyCtx, c: NfsCall, names: &NameMap
     tx.count = c.count.or(c.data_len).map(u64::from);
     tx.stable = c.stable;
     // (Moved, not copied: one allocation less per request.)
-    tx.file_handle = c.fh;
+    tx.file_handle = c.fh.map(IdBytes::from_vec);
     let known = tx
         .file_handle
         .as_deref()
@@ -240,7 +240,7 @@ pub fn reply_results(tx: &mut Transaction, rc: &ReplyCtx, res: &[u8], names: &mu
             let r = r?;
             if let (Some(fh), Want::Mount(path)) = (&r.fh, &rc.want) {
                 names.insert(fh, path.clone());
-                tx.file_handle = Some(fh.clone());
+                tx.file_handle = Some(IdBytes::from_slice(fh));
             }
             Ok(())
         }

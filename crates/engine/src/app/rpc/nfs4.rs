@@ -15,7 +15,7 @@ use std::borrow::Cow;
 
 use super::decode::{ReplyCtx, Want};
 use super::names::{join, parent, NameMap};
-use crate::transactions::{FileName, Transaction};
+use crate::transactions::{FileName, IdBytes, Transaction};
 
 type Res = Result<(), ParseError>;
 
@@ -116,7 +116,7 @@ pub fn call(tx: &mut Transaction, rc: &mut ReplyCtx, args: &[u8], names: &NameMa
         }
         if Some(i) == principal {
             if tx.file_handle.is_none() {
-                tx.file_handle = cur_fh.map(<[u8]>::to_vec);
+                tx.file_handle = cur_fh.map(IdBytes::from_slice);
             }
             tx.file_name = (match &o.args {
                 Nfs4OpArgs::Lookup { .. } | Nfs4OpArgs::Create { .. } => owned(&cur),
@@ -157,7 +157,7 @@ pub fn call(tx: &mut Transaction, rc: &mut ReplyCtx, args: &[u8], names: &NameMa
             ..
         } = &o.args
         {
-            tx.session = Some(session_id.to_vec());
+            tx.session = Some(IdBytes::from_slice(session_id));
             tx.slot = Some(*slot_id);
             tx.highest_slot = Some(*highest_slot_id);
         }
@@ -234,7 +234,7 @@ pub fn reply(tx: &mut Transaction, rc: &ReplyCtx, res: &[u8], names: &mut NameMa
                     names.insert(fh, p.clone());
                 }
                 if tx.file_handle.is_none() {
-                    tx.file_handle = Some(fh.to_vec());
+                    tx.file_handle = Some(IdBytes::from_slice(fh));
                 }
             }
             Nfs4OpRes::Sequence {
@@ -246,7 +246,7 @@ pub fn reply(tx: &mut Transaction, rc: &ReplyCtx, res: &[u8], names: &mut NameMa
             } => {
                 tx.target_highest_slot = Some(*target_highest_slot_id);
                 if tx.session.is_none() {
-                    tx.session = Some(session_id.to_vec());
+                    tx.session = Some(IdBytes::from_slice(session_id));
                     tx.slot = Some(*slot_id);
                     tx.highest_slot = Some(*highest_slot_id);
                 }

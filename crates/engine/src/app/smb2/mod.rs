@@ -24,7 +24,7 @@ use nastriage_proto::smb2_records::{
 use self::framing::{Event, Framer, Member, Pdu, PduKind};
 use super::{Ctx, StreamParser};
 use crate::reassembly::Chunk;
-use crate::transactions::{FileName, Name, OrphanReply, PduSpan, Transaction};
+use crate::transactions::{FileName, IdBytes, Name, OrphanReply, PduSpan, Transaction};
 
 /// Outstanding requests kept per connection; beyond it the oldest is
 /// emitted unanswered (and counted).
@@ -176,8 +176,8 @@ pub struct Smb2Parser {
 const FID_NONE: [u8; 16] = [0xff; 16];
 const SMB1_NEGOTIATE: u8 = 0x72;
 
-fn session_bytes(id: u64) -> Vec<u8> {
-    id.to_be_bytes().to_vec()
+fn session_bytes(id: u64) -> IdBytes {
+    IdBytes::from_slice(&id.to_be_bytes())
 }
 
 fn body_file_id(b: &Smb2Body) -> Option<[u8; 16]> {
@@ -358,10 +358,10 @@ impl Smb2Parser {
                 if let Some(fid) = body_file_id(b) {
                     if fid == FID_NONE && related {
                         pend.chained_fid = true;
-                        tx.file_handle = chain.file_id.map(|f| f.to_vec());
+                        tx.file_handle = chain.file_id.map(|f| IdBytes::from_slice(&f));
                         tx.file_name = chain.file_name.clone();
                     } else {
-                        tx.file_handle = Some(fid.to_vec());
+                        tx.file_handle = Some(IdBytes::from_slice(&fid));
                         tx.file_name = self.files.get(&fid).cloned();
                     }
                 }
@@ -526,7 +526,7 @@ impl Smb2Parser {
                 }
             }
             (Some(Smb2Body::CreateResponse { file_id, .. }), SMB2_CREATE) => {
-                tx.file_handle = Some(file_id.to_vec());
+                tx.file_handle = Some(IdBytes::from_slice(file_id));
                 *chain_fid = Some(*file_id);
                 if let Some(name) = p.create_name.take() {
                     let before = self.files.evicted;
@@ -553,7 +553,7 @@ impl Smb2Parser {
             _ => {}
         }
         if p.chained_fid && tx.file_handle.is_none() {
-            tx.file_handle = chain_fid.map(|f| f.to_vec());
+            tx.file_handle = chain_fid.map(|f| IdBytes::from_slice(&f));
         }
         ctx.log.push_from(tx);
     }

@@ -272,12 +272,12 @@ fn session_tree_file_and_io() {
         assert_eq!(t.srt_ns(), Some(1000));
     }
     let ss = by_id(&log, 1);
-    assert_eq!(ss.session, Some(SESSION.to_be_bytes().to_vec()));
+    assert_eq!(ss.session.as_deref(), Some(&SESSION.to_be_bytes()[..]));
     assert_eq!(ss.status_name.as_deref(), Some("STATUS_SUCCESS"));
     assert_eq!(by_id(&log, 2).share.as_deref(), Some("\\\\srv\\share"));
     let c = by_id(&log, 3);
     assert_eq!(c.file_name.as_deref(), Some("dir\\a.txt"));
-    assert_eq!(c.file_handle, Some(FID.to_vec()));
+    assert_eq!(c.file_handle.as_deref(), Some(&FID[..]));
     assert_eq!(c.share.as_deref(), Some("\\\\srv\\share"));
     let r = by_id(&log, 4);
     assert_eq!(
@@ -371,8 +371,8 @@ fn compound_related_members_inherit_file() {
     for t in [a, b, d] {
         assert_eq!(t.file_name.as_deref(), Some("x\\y.doc"), "{}", t.op);
         assert_eq!(t.share.as_deref(), Some("\\\\srv\\share"), "{}", t.op);
-        assert_eq!(t.session, Some(SESSION.to_be_bytes().to_vec()));
-        assert_eq!(t.file_handle, Some(FID.to_vec()), "{}", t.op);
+        assert_eq!(t.session.as_deref(), Some(&SESSION.to_be_bytes()[..]));
+        assert_eq!(t.file_handle.as_deref(), Some(&FID[..]), "{}", t.op);
         assert!(t.note.is_none());
     }
 }
