@@ -87,30 +87,45 @@ pub(super) enum Event {
     LostSync,
 }
 
-/// Bytes a window holds in place: every header and fixed body but a CREATE
-/// response's (152 bytes) fits, so only those and names go to the heap.
-/// Windows on the heap were two or three allocations per message, a third
-/// of the SMB2 stage's (`bench/README.md`).
-pub(super) const INLINE: usize = 128;
+/// A finished window's buffer is kept for the next window up to this
+/// capacity (every header and fixed body, short names); a longer one (a
+/// long CREATE name) is let go, so that no connection keeps kilobytes.
+pub(super) const SPARE_CAP: usize = 512;
 
-/// A window's bytes: in place up to [`INLINE`], else on the heap.
-type WinBuf = smallvec::SmallVec<[u8; INLINE]>;
-
-/// Bytes collected from stream offset `start`.
+/// Bytes collected from stream offset `start`. Its buffer passes from one
+/// window to the next and from frame to frame ([`Cur::spare`]): a new
+/// buffer per window was two or three allocations per message, a third of
+/// the SMB2 stage's, and bytes held in place made every move of a window
+/// (several per message) a copy of them (`bench/README.md`).
 struct Win {
     start: u64,
     want: usize,
-    buf: WinBuf,
+    buf: Vec<u8>,
     cut: bool,
 }
 
 impl Win {
     fn new(start: u64, want: usize) -> Self {
+        Win::with_buf(start, want, Vec::new())
+    }
+
+    /// A window from `start` in `buf` (emptied).
+    fn with_buf(start: u64, want: usize, mut buf: Vec<u8>) -> Self {
+        buf.clear();
         Win {
             start,
             want,
-            buf: WinBuf::new(),
+            buf,
             cut: false,
+        }
+    }
+
+    /// This window's buffer, for the next one.
+    fn into_spare(self) -> Vec<u8> {
+        if self.buf.capacity() > SPARE_CAP {
+            Vec::new()
+        } else {
+            self.buf
         }
     }
     fn next_wanted(&self) -> u64 {
@@ -146,6 +161,8 @@ struct Cur {
     win: Option<Win>,
     /// Members end here (the compression prefix; else `end`).
     members_end: u64,
+    /// The last finished window's buffer (see [`Win`]).
+    spare: Vec<u8>,
 }
 
 enum St {
@@ -282,15 +299,26 @@ impl Cur {
     }
 
     fn fresh(start: u64, frame: u64, ts: i64) -> Self {
+        Cur::fresh_with(start, frame, ts, Vec::new())
+    }
+
+    /// [`Cur::fresh`], its first window in `buf`.
+    fn fresh_with(start: u64, frame: u64, ts: i64, buf: Vec<u8>) -> Self {
         Cur {
             start,
             nbss: [0; 4],
             end: None,
             pdu: empty_pdu(frame, ts),
             phase: Phase::Nbss,
-            win: Some(Win::new(start, NBSS_HEADER_LEN)),
+            win: Some(Win::with_buf(start, NBSS_HEADER_LEN, buf)),
             members_end: u64::MAX,
+            spare: Vec::new(),
         }
+    }
+
+    /// A window from `start` in the spare buffer.
+    fn window(&mut self, start: u64, want: usize) -> Win {
+        Win::with_buf(start, want, std::mem::take(&mut self.spare))
     }
 
     /// Bytes of this frame from its second byte, for a rescan after the
@@ -467,8 +495,9 @@ impl Framer {
             w.cut = true;
             let _ = window_done(cur, w);
         }
-        // The next frame in the same box.
-        let done = std::mem::replace(&mut **cur, Cur::fresh(end, frame, ts));
+        // The next frame in the same box, with the last window's buffer.
+        let buf = std::mem::take(&mut cur.spare);
+        let done = std::mem::replace(&mut **cur, Cur::fresh_with(end, frame, ts, buf));
         out.push(Event::Pdu(done.pdu));
     }
 
@@ -699,7 +728,10 @@ fn window_done(cur: &mut Cur, w: Win) -> After {
         Phase::Nbss => nbss_done(cur, w),
         Phase::Lead => lead_done(cur, w),
         Phase::Member { len, header } => member_window(cur, w, len, header),
-        Phase::Skip => After::Go,
+        Phase::Skip => {
+            cur.spare = w.into_spare();
+            After::Go
+        }
     }
 }
 
@@ -737,10 +769,13 @@ fn nbss_done(cur: &mut Cur, w: Win) -> After {
     cur.end = Some(end);
     cur.members_end = end;
     cur.pdu.len = len as u64;
+    let start = w.start + NBSS_HEADER_LEN as u64;
     if h.msg_type == NBSS_SESSION_MESSAGE && len > 0 {
         cur.phase = Phase::Lead;
         let want = (len as usize).min(SMB2_HEADER_LEN);
-        cur.win = Some(Win::new(w.start + NBSS_HEADER_LEN as u64, want));
+        cur.win = Some(Win::with_buf(start, want, w.buf));
+    } else {
+        cur.spare = w.into_spare();
     }
     After::Go
 }
@@ -797,7 +832,7 @@ fn lead_done(cur: &mut Cur, w: Win) -> After {
             cur.members_end = (start + prefix).min(cur.end.unwrap_or(u64::MAX));
             // The lead already holds the first bytes of the prefix.
             let mut mw = Win::new(start, SMB2_HEADER_LEN);
-            mw.buf = WinBuf::from_slice(&b[COMPRESSION_HEADER_LEN..]);
+            mw.buf = b[COMPRESSION_HEADER_LEN..].to_vec();
             mw.cut = w.cut;
             member_start(cur, start, Some(mw))
         }
@@ -822,7 +857,10 @@ fn member_start(cur: &mut Cur, start: u64, w: Option<Win>) -> After {
         cur.pdu.lost_members += 1;
         return After::Go;
     }
-    let mut w = w.unwrap_or_else(|| Win::new(start, SMB2_HEADER_LEN));
+    let mut w = match w {
+        Some(w) => w,
+        None => cur.window(start, SMB2_HEADER_LEN),
+    };
     w.want = SMB2_HEADER_LEN;
     cur.phase = Phase::Member {
         len: avail,
@@ -881,8 +919,10 @@ fn member_window(cur: &mut Cur, mut w: Win, len: u64, header: Option<Smb2Header>
         len: mlen,
         complete,
     });
+    let next_start = w.start + next;
+    cur.spare = w.into_spare();
     if chained {
-        return member_start(cur, w.start + next, None);
+        return member_start(cur, next_start, None);
     }
     After::Go
 }

@@ -377,21 +377,21 @@ fn compound_related_members_inherit_file() {
     }
 }
 
-/// A name longer than what a window holds in place, with the request cut
-/// into small segments (a window filled across many chunks and past its
-/// in-place bound), then many frames in a row: every message's name, op
-/// and frames as for one frame alone.
+/// A name longer than a window's buffer is kept for the next window, with
+/// the request cut into small segments (a window filled across many
+/// chunks), then many frames in a row in buffers passed from window to
+/// window: every message's name, op and frames as for one frame alone.
 #[test]
 fn long_names_across_segments_and_many_frames() {
     let mut h = H::new();
     open_session(&mut h, 0x0311);
-    let name: String = (0..150)
+    let name: String = (0..600)
         .map(|i| char::from(b'a' + (i % 26) as u8))
         .collect();
     let name = format!("dir\\{name}.bin");
     let q = hdr(s::cmd::CREATE, 3);
     let req = s::message(&q, &create_request(&name, 0x1_0089, 1));
-    assert!(req.len() > 4 + super::framing::INLINE + 100);
+    assert!(req.len() > 4 + super::framing::SPARE_CAP + 100);
     h.segments(0, &req, 7, 7);
     h.data(
         1,
