@@ -580,7 +580,8 @@ pub(crate) struct ProfileSweep<'a> {
     processing: OrderStats,
     srts: OrderStats,
     by_op: Vec<(u32, f64)>,
-    by_file: HashMap<u32, (usize, f64)>,
+    /// (Added to for every request: a fast hasher.)
+    by_file: foldhash::HashMap<u32, (usize, f64)>,
     slow: Slowest,
     all: Partition,
     data: Partition,
@@ -627,7 +628,7 @@ impl<'a> ProfileSweep<'a> {
             processing: OrderStats::default(),
             srts: OrderStats::default(),
             by_op: Vec::new(),
-            by_file: HashMap::new(),
+            by_file: foldhash::HashMap::default(),
             slow: Slowest::default(),
             all: Partition::new(lo, hi),
             data: Partition::new(lo, hi),

@@ -13,7 +13,11 @@ mod framing;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
+
+// Looked up for every request (its FileId's name): a fast hasher (seeded
+// per process).
+use foldhash::HashMap;
 
 use nastriage_proto::smb2_records::{
     nt_status_name, Smb2Body, Smb2Header, SMB2_CANCEL, SMB2_CLOSE, SMB2_CREATE, SMB2_FLAGS_SIGNED,
@@ -81,7 +85,7 @@ struct Bounded<K, V> {
 impl<K: std::hash::Hash + Eq + Clone, V> Bounded<K, V> {
     fn new(cap: usize) -> Self {
         Bounded {
-            map: HashMap::new(),
+            map: HashMap::default(),
             order: VecDeque::new(),
             gen: 0,
             cap,
