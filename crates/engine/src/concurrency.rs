@@ -275,8 +275,19 @@ pub(crate) struct ProtocolSweep {
     min_bal: i64,
     max_bal: i64,
     /// Sparse series: bin index -> (max outstanding, area, balance at end).
-    bins: BTreeMap<i64, (u32, f64, i64)>,
+    bins: BTreeMap<i64, Bin>,
+    /// The latest bin, kept out of `bins` until the sweep passes it:
+    /// events come in time order, so nearly every one falls in it (a map
+    /// lookup and a division per event were a fifth of the sweep).
+    cur: Option<(i64, Bin)>,
+    /// Requests by the number outstanding on their arrival, counted here
+    /// and moved to the row's map at the end.
+    arrivals: Vec<u64>,
 }
+
+/// A series bin: max outstanding, area (outstanding × ns), balance at its
+/// end.
+type Bin = (u32, f64, i64);
 
 impl ProtocolSweep {
     pub(crate) fn new(stream: u32, interval: i64, scan: ScanResult) -> Self {
@@ -315,6 +326,35 @@ impl ProtocolSweep {
             min_bal: bal,
             max_bal: bal,
             bins: BTreeMap::new(),
+            cur: None,
+            arrivals: Vec::new(),
+        }
+    }
+
+    /// The bin holding time `t` (bins are asked for in time order, but
+    /// for times equal to the last ones; a new bin starts at `bal`).
+    fn bin(&mut self, t: i64, bal: i64) -> (&mut Bin, i64) {
+        let interval = self.interval;
+        let stale = match &self.cur {
+            Some((idx, _)) => {
+                let start = idx * interval;
+                t < start || t - start >= interval
+            }
+            None => true,
+        };
+        if stale {
+            let idx = t.div_euclid(interval);
+            if let Some((old, b)) = self.cur.take() {
+                self.bins.insert(old, b);
+            }
+            // (A bin left earlier is taken back: never with times in
+            // order, but the series must not depend on it.)
+            let b = self.bins.remove(&idx).unwrap_or((0, 0.0, bal));
+            self.cur = Some((idx, b));
+        }
+        match &mut self.cur {
+            Some((idx, b)) => (b, (*idx + 1) * interval),
+            None => unreachable!("set above"),
         }
     }
 
@@ -353,33 +393,30 @@ impl ProtocolSweep {
 
     /// One event of the sweep, in time order.
     fn step(&mut self, (ts, delta, _, charge, grant): Event) {
-        let interval = self.interval;
         if self.first.is_none() {
             self.first = Some(ts);
             self.last_ts = ts;
         }
         let (smb, bal, out) = (self.smb, self.bal, self.out);
-        let c = &mut self.c;
         let dt = ts - self.last_ts;
         self.area += out as f64 * dt as f64;
         if out > 0 {
             self.busy += dt;
             if smb && bal <= 0 {
-                c.credit_starved_ns += dt;
+                self.c.credit_starved_ns += dt;
             }
             // Spread [last_ts, ts) over the bins it covers.
             let mut t = self.last_ts;
             while t < ts {
-                let idx = t.div_euclid(interval);
-                let bin_end = (idx + 1) * interval;
+                let (slot, bin_end) = self.bin(t, bal);
                 let upto = bin_end.min(ts);
-                let slot = self.bins.entry(idx).or_insert((0, 0.0, bal));
                 slot.0 = slot.0.max(out as u32);
                 slot.1 += out as f64 * (upto - t) as f64;
                 slot.2 = bal;
                 t = upto;
             }
         }
+        let c = &mut self.c;
         self.last_ts = ts;
         self.out += i64::from(delta);
         self.bal += grant - charge;
@@ -387,17 +424,19 @@ impl ProtocolSweep {
         self.max_bal = self.max_bal.max(self.bal);
         if delta > 0 {
             let k = self.out.max(0) as u32;
-            *c.seen_at_arrival.entry(k).or_default() += 1;
+            let n = k as usize;
+            if n >= self.arrivals.len() {
+                self.arrivals.resize(n + 1, 0);
+            }
+            self.arrivals[n] += 1;
             self.max_out = self.max_out.max(k);
             if smb && self.bal <= 0 {
                 c.credit_starved_requests += 1;
             }
-            let slot = self
-                .bins
-                .entry(ts.div_euclid(interval))
-                .or_insert((0, 0.0, self.bal));
+            let bal = self.bal;
+            let (slot, _) = self.bin(ts, bal);
             slot.0 = slot.0.max(k);
-            slot.2 = self.bal;
+            slot.2 = bal;
         }
     }
 
@@ -405,6 +444,14 @@ impl ProtocolSweep {
     pub(crate) fn finish(mut self, conns: &mut Vec<ConnConcurrency>, series: &mut Vec<SeriesRow>) {
         let events = std::mem::take(&mut self.events);
         events.finish(|e| self.step(e));
+        if let Some((idx, b)) = self.cur.take() {
+            self.bins.insert(idx, b);
+        }
+        for (k, &n) in self.arrivals.iter().enumerate() {
+            if n > 0 {
+                self.c.seen_at_arrival.insert(k as u32, n);
+            }
+        }
         let (interval, smb) = (self.interval, self.smb);
         for (idx, (m, a, b)) in std::mem::take(&mut self.bins) {
             series.push((
