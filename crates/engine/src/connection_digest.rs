@@ -181,7 +181,7 @@ impl Scan {
         let mut at = Bounds::new(order);
         let mut bounds: Option<(i64, i64)> = None;
         let mut lag = StartLag::default();
-        for (i, t) in facts.enumerate() {
+        for t in facts {
             at.next(&t);
             lag.add(t.req_first_ts);
             let lo = t.earliest();
@@ -193,7 +193,7 @@ impl Scan {
             protocols
                 .entry(p)
                 .or_insert_with(|| ProtocolScan::new(p))
-                .add(i as u64, &t, at.points());
+                .add(&t, at.points());
             if t.reply().is_none() {
                 unanswered.push(t);
             }

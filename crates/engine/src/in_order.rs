@@ -62,6 +62,13 @@ impl SortPoints for (i64, u8) {
         radix_sort_words(v, scratch, |&(t, k)| [ordered(t), u64::from(k)]);
     }
 }
+impl SortPoints for (i64, i8, i64) {
+    fn sort_points(v: &mut [Self], scratch: &mut Vec<Self>) {
+        radix_sort_words(v, scratch, |&(t, k, d)| {
+            [ordered(t), u64::from(k as u8 ^ 0x80), ordered(d)]
+        });
+    }
+}
 impl SortPoints for (i64, i32) {
     fn sort_points(v: &mut [Self], scratch: &mut Vec<Self>) {
         radix_sort_words(v, scratch, |&(t, k)| [ordered(t), ordered(i64::from(k))]);
