@@ -92,13 +92,21 @@ fn digest_with(
     sweep(stream, scan, inputs, || facts.iter(key), order, split)
 }
 
-/// From this many requests a connection's second reading is done twice, at
-/// once on two threads: its concurrency sweeps on one, its time profile on
-/// the other. Below it, one reading feeds both (a thread and a reading cost
-/// more than they save on a small connection). A capture of one long copy
-/// is one connection, and its digest, after the pass, would otherwise keep
-/// one core busy and leave the other idle.
+/// From this many requests a connection's second reading feeds two
+/// threads: its concurrency sweeps on one, its time profile on the other.
+/// Below it, one thread does both (a thread costs more than it saves on a
+/// small connection). A capture of one long copy is one connection, and its
+/// digest, after the pass, would otherwise keep one core busy and leave the
+/// other idle.
 const SPLIT_SWEEPS: usize = 16_384;
+
+/// Requests per block handed from the reading thread to the other, and
+/// blocks that may wait (about 120 KB each).
+const SHARED_BLOCK: usize = 1024;
+const SHARED_BLOCKS: usize = 4;
+
+/// A request as read back, with its number and where it stands.
+type Read = (u64, TxFacts, Bounds);
 
 /// How far a connection's times stray from request order (ns).
 #[derive(Debug, Clone, Copy, Default)]
@@ -265,22 +273,54 @@ fn sweep<I: Iterator<Item = TxFacts>>(
         }
     };
     if split {
-        // (Behind a lock only so that this thread can do it when no thread
-        // can be had; the helper holds it throughout.)
+        // One reading for both: the helper reads the facts back (decoding
+        // them was a third of each sweep's time), sweeps concurrency and
+        // hands them on in blocks to this thread, which sweeps the time
+        // profile, the longer of the two. (The sweeps behind a lock only so
+        // that this thread can do both when no thread can be had.)
         let shared = std::sync::Mutex::new(std::mem::take(&mut sweeps));
-        let concurrency = || {
-            let mut sweeps = shared.lock().unwrap_or_else(|e| e.into_inner());
-            each(&mut |i, t, at| add_concurrency(&mut sweeps, i, t, at));
+        let (to_profile, blocks) = std::sync::mpsc::sync_channel::<Vec<Read>>(SHARED_BLOCKS);
+        let (shared_ref, each_ref, add_c) = (&shared, &each, &add_concurrency);
+        let concurrency = move || {
+            let mut sweeps = shared_ref.lock().unwrap_or_else(|e| e.into_inner());
+            let mut block = Vec::with_capacity(SHARED_BLOCK);
+            each_ref(&mut |i, t, at| {
+                add_c(&mut sweeps, i, t, at);
+                block.push((i, *t, *at));
+                if block.len() == SHARED_BLOCK {
+                    // (This thread gone: a panic, which its join shows.)
+                    let _ = to_profile.send(std::mem::replace(
+                        &mut block,
+                        Vec::with_capacity(SHARED_BLOCK),
+                    ));
+                }
+            });
+            if !block.is_empty() {
+                let _ = to_profile.send(block);
+            }
         };
         std::thread::scope(|scope| {
             let helper = std::thread::Builder::new()
                 .name("nastriage-digest".into())
                 .spawn_scoped(scope, concurrency);
-            each(&mut |i, t, at| add_profile(&mut profile, i, t, at));
             match helper {
-                Ok(h) => crate::driver::joined(h.join()),
-                // (No thread to be had: this one does it.)
-                Err(_) => concurrency(),
+                Ok(h) => {
+                    for block in blocks {
+                        for (i, t, at) in &block {
+                            add_profile(&mut profile, *i, t, at);
+                        }
+                    }
+                    crate::driver::joined(h.join());
+                }
+                // (No thread to be had: this one does both, from one
+                // reading.)
+                Err(_) => {
+                    let mut sweeps = shared.lock().unwrap_or_else(|e| e.into_inner());
+                    each(&mut |i, t, at| {
+                        add_concurrency(&mut sweeps, i, t, at);
+                        add_profile(&mut profile, i, t, at);
+                    });
+                }
             }
         });
         sweeps = shared.into_inner().unwrap_or_else(|e| e.into_inner());
