@@ -26,8 +26,6 @@
 //! nothing released early, and the sweeps' points wait in sorted runs in
 //! the spill (an external sort, see `in_order`).
 
-use std::collections::BTreeMap;
-
 use crate::concurrency::{ConnConcurrency, ProtocolScan, ProtocolSweep, ScanResult, SeriesRow};
 use crate::conversations::ConversationTable;
 use crate::stream_summary::{StreamSummary, SummaryScan};
@@ -164,10 +162,61 @@ impl Bounds {
     }
 }
 
+/// Per protocol of a connection, by the protocol's number: looked up for
+/// every request (by name, a map's string comparisons were a tenth of the
+/// first reading), handed over in order of names.
+struct ByProtocol<T>(Vec<Option<(&'static str, T)>>);
+
+impl<T> Default for ByProtocol<T> {
+    fn default() -> Self {
+        ByProtocol(Vec::new())
+    }
+}
+
+impl<T> ByProtocol<T> {
+    /// Request `t`'s protocol's, made by `new` (given the name) if absent.
+    fn entry(&mut self, t: &TxFacts, names: &Names, new: impl FnOnce(&'static str) -> T) -> &mut T {
+        let id = t.protocol_id();
+        if id >= self.0.len() {
+            self.0.resize_with(id + 1, || None);
+        }
+        let slot = &mut self.0[id];
+        let (_, v) = slot.get_or_insert_with(|| {
+            let p = names.protocol(t);
+            (p, new(p))
+        });
+        v
+    }
+
+    fn get_mut(&mut self, t: &TxFacts) -> Option<&mut T> {
+        self.0
+            .get_mut(t.protocol_id())
+            .and_then(|s| s.as_mut())
+            .map(|(_, v)| v)
+    }
+
+    /// Each with its protocol's name, in order of names (as a map by name
+    /// would give them).
+    fn into_sorted(self) -> Vec<(&'static str, T)> {
+        let mut v: Vec<(&'static str, T)> = self.0.into_iter().flatten().collect();
+        v.sort_by_key(|(p, _)| *p);
+        v
+    }
+
+    fn map<U>(self, mut f: impl FnMut(&'static str, T) -> U) -> ByProtocol<U> {
+        ByProtocol(
+            self.0
+                .into_iter()
+                .map(|s| s.map(|(p, v)| (p, f(p, v))))
+                .collect(),
+        )
+    }
+}
+
 /// The first reading of a connection's facts.
 struct Scan {
     summary: StreamSummary,
-    protocols: BTreeMap<&'static str, ScanResult>,
+    protocols: ByProtocol<ScanResult>,
     unanswered: Vec<TxFacts>,
     /// Earliest and latest time of any of the requests.
     bounds: (i64, i64),
@@ -184,7 +233,7 @@ impl Scan {
         order: Option<Disorder>,
     ) -> Self {
         let mut summary = SummaryScan::new(stream);
-        let mut protocols: BTreeMap<&'static str, ProtocolScan> = BTreeMap::new();
+        let mut protocols: ByProtocol<ProtocolScan> = ByProtocol::default();
         let mut unanswered = Vec::new();
         let mut at = Bounds::new(order);
         let mut bounds: Option<(i64, i64)> = None;
@@ -197,10 +246,8 @@ impl Scan {
             let hi = t.reply().map_or(hi, |r| hi.max(r.first_ts).max(r.last_ts));
             bounds = Some(bounds.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))));
             summary.add(&t, names, at.points());
-            let p = names.protocol(&t);
             protocols
-                .entry(p)
-                .or_insert_with(|| ProtocolScan::new(p))
+                .entry(&t, names, ProtocolScan::new)
                 .add(&t, at.points());
             if t.reply().is_none() {
                 unanswered.push(t);
@@ -208,10 +255,7 @@ impl Scan {
         }
         Scan {
             summary: summary.finish(),
-            protocols: protocols
-                .into_iter()
-                .map(|(p, s)| (p, s.finish()))
-                .collect(),
+            protocols: protocols.map(|_, s| s.finish()),
             unanswered,
             bounds: bounds.unwrap_or((0, 0)),
             back: lag.most,
@@ -245,11 +289,9 @@ fn sweep<I: Iterator<Item = TxFacts>>(
     split: bool,
 ) -> StreamDigest {
     let names = &inputs.facts.names;
-    let mut sweeps: BTreeMap<&'static str, ProtocolSweep> = scan
+    let mut sweeps: ByProtocol<ProtocolSweep> = scan
         .protocols
-        .into_iter()
-        .map(|(p, r)| (p, ProtocolSweep::new(stream, inputs.interval, r)))
-        .collect();
+        .map(|_, r| ProtocolSweep::new(stream, inputs.interval, r));
     let mut profile = ProfileSweep::new(
         stream,
         scan.bounds,
@@ -262,8 +304,8 @@ fn sweep<I: Iterator<Item = TxFacts>>(
     let storage = |t: &TxFacts| is_storage(names.protocol(t));
     let each = |visit: &mut dyn FnMut(u64, &TxFacts, &Bounds)| each_request(read(), order, visit);
     let add_concurrency =
-        |sweeps: &mut BTreeMap<&'static str, ProtocolSweep>, i: u64, t: &TxFacts, at: &Bounds| {
-            if let Some(sw) = sweeps.get_mut(names.protocol(t)) {
+        |sweeps: &mut ByProtocol<ProtocolSweep>, i: u64, t: &TxFacts, at: &Bounds| {
+            if let Some(sw) = sweeps.get_mut(t) {
                 sw.add(i, t, at.points());
             }
         };
@@ -334,7 +376,7 @@ fn sweep<I: Iterator<Item = TxFacts>>(
         unanswered: scan.unanswered,
         ..Default::default()
     };
-    for sw in sweeps.into_values() {
+    for (_, sw) in sweeps.into_sorted() {
         sw.finish(&mut d.concurrency, &mut d.series);
     }
     // The last storage row, as the rules read them.

@@ -387,6 +387,11 @@ impl Iterator for FactsIter<'_> {
 }
 
 impl TxFacts {
+    /// The number of its protocol ([`Names::protocol`] gives the name).
+    pub fn protocol_id(&self) -> usize {
+        usize::from(self.protocol)
+    }
+
     /// Request order, as the log reads back: first frame, last frame,
     /// emission number.
     pub fn order(&self) -> (u64, u64, u64) {
