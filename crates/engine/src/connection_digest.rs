@@ -203,11 +203,11 @@ impl<T> ByProtocol<T> {
         v
     }
 
-    fn map<U>(self, mut f: impl FnMut(&'static str, T) -> U) -> ByProtocol<U> {
+    fn map<U>(self, mut f: impl FnMut(T) -> U) -> ByProtocol<U> {
         ByProtocol(
             self.0
                 .into_iter()
-                .map(|s| s.map(|(p, v)| (p, f(p, v))))
+                .map(|s| s.map(|(p, v)| (p, f(v))))
                 .collect(),
         )
     }
@@ -255,7 +255,7 @@ impl Scan {
         }
         Scan {
             summary: summary.finish(),
-            protocols: protocols.map(|_, s| s.finish()),
+            protocols: protocols.map(ProtocolScan::finish),
             unanswered,
             bounds: bounds.unwrap_or((0, 0)),
             back: lag.most,
@@ -291,7 +291,7 @@ fn sweep<I: Iterator<Item = TxFacts>>(
     let names = &inputs.facts.names;
     let mut sweeps: ByProtocol<ProtocolSweep> = scan
         .protocols
-        .map(|_, r| ProtocolSweep::new(stream, inputs.interval, r));
+        .map(|r| ProtocolSweep::new(stream, inputs.interval, r));
     let mut profile = ProfileSweep::new(
         stream,
         scan.bounds,
@@ -330,7 +330,8 @@ fn sweep<I: Iterator<Item = TxFacts>>(
                 add_c(&mut sweeps, i, t, at);
                 block.push((i, *t, *at));
                 if block.len() == SHARED_BLOCK {
-                    // (This thread gone: a panic, which its join shows.)
+                    // (The other thread gone: it panicked, and the
+                    // scope passes that on.)
                     let _ = to_profile.send(std::mem::replace(
                         &mut block,
                         Vec::with_capacity(SHARED_BLOCK),

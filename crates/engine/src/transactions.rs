@@ -187,7 +187,7 @@ impl TransactionLog {
 
     /// [`TransactionLog::push`] of a transaction where it lies (a parser's
     /// boxed outstanding request): moved out only when the log keeps
-    /// transactions, so a run that keeps none copies none of its 700 bytes.
+    /// transactions, so a run that keeps none copies none of its 570 bytes.
     pub fn push_from(&mut self, t: &mut Transaction) {
         self.derived.add(t, self.transactions.len() as u64);
         self.transactions.push_from(t);

@@ -337,7 +337,8 @@ impl Core {
                 ctx.log.push_from(&mut old.tx);
             }
         }
-        // Made in its box (700 bytes), where it stays until logged.
+        // Made in its box (its transaction is about 570 bytes), where it
+        // stays until logged.
         let mut call = Box::<PendingCall>::default();
         let PendingCall { tx, ctx: rc, .. } = &mut *call;
         tx.protocol = progs::protocol(h.prog);

@@ -315,7 +315,8 @@ impl Smb2Parser {
             h.tree_id
         };
         let (version, minor_version) = self.version();
-        // Made in its box (650 bytes), where it stays until logged.
+        // Made in its box (its transaction is about 570 bytes), where it
+        // stays until logged.
         let mut pend = Box::<Pending>::default();
         let tx = &mut pend.tx;
         tx.protocol = "smb2";
