@@ -818,13 +818,7 @@ mod tests {
     /// come and all at the end.
     #[test]
     fn lowest_credit_balance_does_not_need_the_full_order() {
-        let mut x: u64 = 5;
-        let mut rand = move |m: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % m
-        };
+        let mut rand = crate::test_rng::xorshift_below(5);
         let mut facts = Facts::default();
         for i in 0..5_000u64 {
             // Coarse times: ties of starts, ends, and starts with ends.

@@ -409,13 +409,7 @@ mod tests {
     /// unanswered, some charging and granting SMB2 credits), starting at
     /// `start(i)`, added to facts in the order their replies come.
     fn connection(n: u64, start: impl Fn(u64) -> i64) -> Facts {
-        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut rand = move |m: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % m
-        };
+        let mut rand = crate::test_rng::xorshift_below(0x9e37_79b9_7f4a_7c15);
         let mut txs: Vec<(i64, Transaction)> = Vec::new();
         for i in 0..n {
             let first_ts = start(i);

@@ -485,13 +485,7 @@ mod tests {
     /// around where it takes over.
     #[test]
     fn radix_sort_orders_as_comparison() {
-        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = crate::test_rng::xorshift(0x9E37_79B9_7F4A_7C15);
         let mut scratch = Vec::new();
         for n in [0, 1, 2, 255, 256, 257, 1000, 4096, 20_000] {
             for (lo_bits, shift) in [(0, 0), (3, 0), (12, 3), (30, 0), (40, 20), (64, 0), (5, 59)] {

@@ -27,6 +27,8 @@ mod srt_table;
 mod stream_summary;
 mod tables;
 pub mod tcp;
+#[cfg(test)]
+mod test_rng;
 pub mod time_profile;
 mod transaction_table;
 pub mod transactions;

@@ -267,15 +267,8 @@ mod tests {
 
     /// A deterministic pseudo-random sequence (xorshift).
     fn noise(n: usize, seed: u64) -> Vec<u64> {
-        let mut x = seed;
-        (0..n)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x
-            })
-            .collect()
+        let mut next = crate::test_rng::xorshift(seed);
+        (0..n).map(|_| next()).collect()
     }
 
     #[test]

@@ -410,13 +410,7 @@ mod tests {
 
     #[test]
     fn kept_minimum_is_the_reservoirs_minimum() {
-        let mut x = 0x2545_F491_4F6C_DD1Du64;
-        let mut rnd = move |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n
-        };
+        let mut rnd = crate::test_rng::xorshift_below(0x2545_F491_4F6C_DD1D);
         for round in 0..50 {
             let mut r = Rtt::new(round);
             if round % 3 == 0 {

@@ -349,13 +349,7 @@ mod tests {
 
     #[test]
     fn remembered_bin_is_the_division() {
-        let mut x = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = crate::test_rng::xorshift(0x9E37_79B9_7F4A_7C15);
         let mut s = Series::default();
         let mut t: i64 = -3 * MS;
         for _ in 0..20_000 {
@@ -368,7 +362,7 @@ mod tests {
                 3 => i64::MIN + (next() % 3) as i64,
                 _ => t.saturating_add((next() % (MS as u64 / 3)) as i64),
             };
-            if next() % 1000 == 0 {
+            if next().is_multiple_of(1000) {
                 s.observe(t.clamp(-MS, 1000 * s.interval_ns()));
             }
             assert_eq!(s.index(t), t.div_euclid(s.interval_ns()), "at {t}");

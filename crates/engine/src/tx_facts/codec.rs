@@ -173,13 +173,7 @@ mod tests {
     /// Facts with every field pseudo-random: small differences as a block
     /// has them, and extremes (0, the types' limits, far-apart times).
     fn facts(n: usize, seed: u64) -> Vec<TxFacts> {
-        let mut x = seed | 1;
-        let mut rand = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rand = crate::test_rng::xorshift(seed | 1);
         let mut pick = move |small: u64| -> u64 {
             let r = rand();
             match r % 8 {
