@@ -342,27 +342,21 @@ impl ProtocolSweep {
     /// for times equal to the last ones; a new bin starts at `bal`).
     fn bin(&mut self, t: i64, bal: i64) -> (&mut Bin, i64) {
         let interval = self.interval;
-        let stale = match &self.cur {
-            Some((idx, _)) => {
-                let start = idx * interval;
-                t < start || t - start >= interval
-            }
-            None => true,
+        let holds = |idx: i64| {
+            let start = idx * interval;
+            start <= t && t - start < interval
         };
-        if stale {
+        if let Some((old, b)) = self.cur.take_if(|(idx, _)| !holds(*idx)) {
+            self.bins.insert(old, b);
+        }
+        let bins = &mut self.bins;
+        let (idx, b) = self.cur.get_or_insert_with(|| {
             let idx = t.div_euclid(interval);
-            if let Some((old, b)) = self.cur.take() {
-                self.bins.insert(old, b);
-            }
             // (A bin left earlier is taken back: never with times in
             // order, but the series must not depend on it.)
-            let b = self.bins.remove(&idx).unwrap_or((0, 0.0, bal));
-            self.cur = Some((idx, b));
-        }
-        match &mut self.cur {
-            Some((idx, b)) => (b, (*idx + 1) * interval),
-            None => unreachable!("set above"),
-        }
+            (idx, bins.remove(&idx).unwrap_or((0, 0.0, bal)))
+        });
+        (b, (*idx + 1) * interval)
     }
 
     /// Add request number `i`, in request order (`bound`: as for

@@ -41,7 +41,7 @@ pub(crate) trait SortPoints: Ord + Sized {
 
 impl SortPoints for u64 {
     fn sort_points(v: &mut [u64], scratch: &mut Vec<u64>) {
-        radix_sort(v, scratch);
+        radix_sort_words(v, scratch, |&x| [x]);
     }
 }
 
@@ -78,51 +78,10 @@ impl SortPoints for (i64, i32) {
 // in many bits, and radix over all of them was slower than comparison.)
 impl SortPoints for (i64, i8, u64, i64, i64) {}
 
-/// Bits per digit of [`radix_sort`].
+/// Bits per digit of [`radix_sort_words`].
 const DIGIT: u32 = 11;
 /// Fewer values than this are sorted by comparison (faster on few).
 const RADIX_FROM: usize = 256;
-
-/// Sort by radix, least significant digit first, over only the bits in
-/// which the values differ: points waiting together lie close in time, so
-/// two or three digits.
-fn radix_sort(v: &mut [u64], scratch: &mut Vec<u64>) {
-    let Some(&first) = v.first() else { return };
-    if v.len() < RADIX_FROM {
-        v.sort_unstable();
-        return;
-    }
-    let differ = v.iter().fold(0, |d, &x| d | (x ^ first));
-    let (lo, hi) = (differ.trailing_zeros(), u64::BITS - differ.leading_zeros());
-    scratch.clear();
-    scratch.resize(v.len(), 0);
-    let mask = (1u64 << DIGIT) - 1;
-    // Each pass moves the values between `v` and `scratch`.
-    let mut in_v = true;
-    let mut shift = lo;
-    while shift < hi {
-        let (src, dst): (&[u64], &mut [u64]) = if in_v { (v, scratch) } else { (scratch, v) };
-        let digit = |x: u64| ((x >> shift) & mask) as usize;
-        let mut at = [0usize; 1 << DIGIT];
-        for &x in src {
-            at[digit(x)] += 1;
-        }
-        let mut sum = 0;
-        for a in at.iter_mut() {
-            (*a, sum) = (sum, sum + *a);
-        }
-        for &x in src {
-            let d = digit(x);
-            dst[at[d]] = x;
-            at[d] += 1;
-        }
-        in_v = !in_v;
-        shift += DIGIT;
-    }
-    if !in_v {
-        v.copy_from_slice(scratch);
-    }
-}
 
 /// Sort by radix on `key`, words compared first to last (so the order of
 /// the key's words must be the order of the values): least significant
@@ -504,7 +463,7 @@ mod tests {
                 }
                 let mut want = v.clone();
                 want.sort_unstable();
-                radix_sort(&mut v, &mut scratch);
+                u64::sort_points(&mut v, &mut scratch);
                 assert_eq!(v, want, "{n} values, {lo_bits} bits from {shift}");
             }
         }

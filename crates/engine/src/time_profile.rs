@@ -905,11 +905,8 @@ mod tests {
     /// kind of moment) start before their union so far, swept as they come.
     #[test]
     fn lanes_give_the_totals_of_every_interval() {
-        let mut x: i64 = 12_345;
-        let mut next = move |m: i64| {
-            x = (x * 1_103_515_245 + 12_345) % (1 << 31);
-            x % m
-        };
+        let mut below = crate::test_rng::xorshift_below(12_345);
+        let mut next = |m: i64| below(m as u64) as i64;
         for gap in [0, 3_000, 40_000] {
             let mut all = Vec::new();
             let mut p = Partition::new(-100_000, 1_000_000_000);

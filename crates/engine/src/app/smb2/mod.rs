@@ -148,8 +148,6 @@ struct Chain {
     tree: u32,
     file_id: Option<[u8; 16]>,
     file_name: Option<FileName>,
-    /// Another member follows in the frame (else nothing is carried).
-    more: bool,
 }
 
 pub struct Smb2Parser {
@@ -277,8 +275,7 @@ impl Smb2Parser {
             malformed: p.malformed_chain || p.lost_members > 0,
             cut_at_end: p.cut_at_end,
         };
-        let n = p.members.len();
-        for (i, m) in p.members.into_iter().enumerate() {
+        for m in p.members {
             let span = PduSpan {
                 bytes: m.len,
                 complete: base.complete,
@@ -287,7 +284,6 @@ impl Smb2Parser {
             if m.header.is_response() {
                 self.response(dir, m, span, flags, &mut resp_chain, ctx);
             } else {
-                chain.more = i + 1 < n;
                 self.request(dir, m, span, flags, &mut chain, ctx);
             }
         }
@@ -384,24 +380,15 @@ impl Smb2Parser {
             }
             None => {}
         }
-        // Carry ids to the next related member (the name only when one
-        // follows: a copy per request otherwise).
+        // Carry ids to the next related member (names are shared: no copy).
         chain.session = session;
         chain.tree = tree;
         if create_name.is_some() {
             chain.file_id = None;
-            chain.file_name = if chain.more {
-                create_name.clone()
-            } else {
-                None
-            };
+            chain.file_name = create_name.clone();
         } else if !pend.chained_fid {
             chain.file_id = tx.file_handle.as_deref().and_then(|f| f.try_into().ok());
-            chain.file_name = if chain.more {
-                tx.file_name.clone()
-            } else {
-                None
-            };
+            chain.file_name = tx.file_name.clone();
         }
         pend.create_name = create_name;
 
