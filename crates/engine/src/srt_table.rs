@@ -64,6 +64,7 @@ const SORTED_MAX: usize = 1 << 16;
 
 /// What the table says of a group's response times: count, min, max, sum,
 /// the [`PERCENTILES`] and the histogram.
+#[derive(Clone)]
 struct SrtStats {
     n: usize,
     min: i64,
@@ -76,25 +77,38 @@ struct SrtStats {
 impl SrtStats {
     /// Of the samples in `parts` (at most [`SORTED_MAX`] held at once);
     /// None without any. `buf` is reused from group to group.
-    fn of(parts: &[Samples], spill: &Spill, buf: &mut Vec<i64>) -> Option<Self> {
-        let n: usize = parts.iter().map(Samples::len).sum();
+    fn of(parts: &[&Samples], spill: &Spill, buf: &mut Vec<i64>) -> Option<Self> {
+        let n: usize = parts.iter().map(|p| p.len()).sum();
         if n == 0 {
             return None;
         }
+        // The parts' spilled blocks in the order they lie in the spill, next
+        // ones read together: a group of many cells (an operation over
+        // thousands of files) has as many partly filled blocks, which the
+        // `TailBudget` set aside one after the other.
+        let blocks = spill.joined(parts.iter().flat_map(|p| p.blocks.iter().copied()));
+        let each = |f: &mut dyn FnMut(i64)| {
+            for span in &blocks {
+                let bytes = spill.get(*span);
+                bytes
+                    .chunks_exact(8)
+                    .filter_map(|c| c.try_into().ok().map(i64::from_le_bytes))
+                    .for_each(&mut *f);
+            }
+            parts.iter().for_each(|p| p.tail.iter().for_each(|&v| f(v)));
+        };
         // One pass for what needs no order; the samples are kept for sorting
         // only when few enough.
         let sort = n <= SORTED_MAX;
         buf.clear();
         let (mut min, mut max, mut sum) = (i64::MAX, i64::MIN, 0i128);
         let mut hist = [0u64; HIST_BUCKETS];
-        parts.iter().for_each(|p| {
-            p.each(spill, &mut |v| {
-                (min, max, sum) = (min.min(v), max.max(v), sum + v as i128);
-                hist[bucket(v)] += 1;
-                if sort {
-                    buf.push(v);
-                }
-            })
+        each(&mut |v| {
+            (min, max, sum) = (min.min(v), max.max(v), sum + v as i128);
+            hist[bucket(v)] += 1;
+            if sort {
+                buf.push(v);
+            }
         });
         let pct = if sort {
             buf.sort_unstable();
@@ -110,11 +124,7 @@ impl SrtStats {
                 .collect();
             ranks.sort_unstable();
             ranks.dedup();
-            let each = |f: &mut dyn FnMut(u64)| {
-                parts
-                    .iter()
-                    .for_each(|p| p.each(spill, &mut |v| f(order_key(v))));
-            };
+            let each = |f: &mut dyn FnMut(u64)| each(&mut |v| f(order_key(v)));
             let range = (order_key(min), order_key(max));
             let keys = crate::order_stats::select(&ranks, range, SORTED_MAX, &each);
             let at = |r: usize| {
@@ -185,18 +195,6 @@ impl Samples {
     fn len(&self) -> usize {
         self.count
     }
-
-    /// Every sample, spilled blocks first.
-    fn each(&self, spill: &Spill, f: &mut dyn FnMut(i64)) {
-        for span in &self.blocks {
-            let bytes = spill.get(*span);
-            bytes
-                .chunks_exact(8)
-                .filter_map(|c| c.try_into().ok().map(i64::from_le_bytes))
-                .for_each(&mut *f);
-        }
-        self.tail.iter().for_each(|&v| f(v));
-    }
 }
 
 #[derive(Debug, Default)]
@@ -204,7 +202,8 @@ struct Group {
     calls: u64,
     errors: u64,
     unanswered: u64,
-    srt: Samples,
+    /// The cells (see [`SrtBuilder::cells`]) of its requests.
+    cells: Vec<u32>,
 }
 
 /// Groups of different connections whose endpoints name the same
@@ -214,7 +213,7 @@ struct Merged {
     calls: u64,
     errors: u64,
     unanswered: u64,
-    srt: Vec<Samples>,
+    cells: Vec<u32>,
 }
 
 type Key = (&'static str, &'static str, u32, String, u32, String);
@@ -286,8 +285,15 @@ pub(crate) struct SrtBuilder {
     end_ids: foldhash::HashMap<EndRef, u32>,
     /// Keys of the file breakdown (bounded).
     pub(crate) files: FileNames,
+    /// The response times, by cell: the requests of one set of groups (one
+    /// per breakdown). A request's time is kept once, in its cell, and a
+    /// group's are those of its cells: one client reading one file puts
+    /// each READ in four groups (operation, client, server, file) but in
+    /// one cell, and the four rows' statistics are computed once.
+    cells: Vec<Samples>,
+    cell_ids: foldhash::HashMap<[Option<u32>; 5], u32>,
     spill: Spill,
-    /// Response times in the groups' partly filled blocks.
+    /// Response times in the cells' partly filled blocks.
     held: TailBudget,
     /// The groups of the last few kinds of request (see [`Recent`]).
     recent: Vec<Recent>,
@@ -320,6 +326,8 @@ struct Recent {
     /// Numbers (in `groups`) of the op, client, server, file and status
     /// groups.
     slots: [Option<u32>; 5],
+    /// Their cell.
+    cell: u32,
 }
 
 impl Recent {
@@ -374,48 +382,61 @@ impl SrtBuilder {
             .recent
             .iter()
             .find(|r| r.matches(t, file, status.as_deref()))
-            .map(|r| (r.slots, r.folded));
-        let slots = match hit {
-            Some((slots, folded)) => {
+            .map(|r| (r.slots, r.cell, r.folded));
+        let (slots, cell) = match hit {
+            Some((slots, cell, folded)) => {
                 self.files.folded += u64::from(folded);
-                slots
+                (slots, cell)
             }
             None => self.slots(t, file, status),
         };
+        let srt = t.srt_ns();
         for slot in slots.into_iter().flatten() {
             let Some((_, g)) = self.groups.get_mut(slot as usize) else {
                 continue;
             };
             g.calls += 1;
-            match t.srt_ns() {
-                Some(s) => {
-                    self.held.add();
-                    if g.srt.push(s, &mut self.spill) {
-                        self.held.set_aside(SAMPLES_BLOCK);
-                    }
-                }
-                None => g.unanswered += 1,
-            }
-            if failed {
-                g.errors += 1;
+            g.unanswered += u64::from(srt.is_none());
+            g.errors += u64::from(failed);
+        }
+        if let (Some(s), Some(c)) = (srt, self.cells.get_mut(cell as usize)) {
+            self.held.add();
+            if c.push(s, &mut self.spill) {
+                self.held.set_aside(SAMPLES_BLOCK);
             }
         }
         if self.held.exhausted() {
-            for (_, g) in &mut self.groups {
-                g.srt.spill_tail(&mut self.spill);
-                g.srt.tail = Vec::new();
+            for c in &mut self.cells {
+                c.spill_tail(&mut self.spill);
+                c.tail = Vec::new();
             }
         }
     }
 
-    /// The groups of a request not among the recent kinds, which it then
-    /// joins.
+    /// The cell of requests in the groups `slots`, made (and listed in its
+    /// groups) at its first request.
+    fn cell(&mut self, slots: [Option<u32>; 5]) -> u32 {
+        let n = self.cells.len() as u32;
+        let id = *self.cell_ids.entry(slots).or_insert(n);
+        if id == n {
+            self.cells.push(Samples::default());
+            for slot in slots.into_iter().flatten() {
+                if let Some((_, g)) = self.groups.get_mut(slot as usize) {
+                    g.cells.push(id);
+                }
+            }
+        }
+        id
+    }
+
+    /// The groups, and cell, of a request not among the recent kinds,
+    /// which it then joins.
     fn slots(
         &mut self,
         t: &Transaction,
         file: Option<&str>,
         status: Option<String>,
-    ) -> [Option<u32>; 5] {
+    ) -> ([Option<u32>; 5], u32) {
         let empty = self.id("");
         let status_id = self.id(status.as_deref().unwrap_or(""));
         let client = self.end_id(EndRef::of(t, true));
@@ -438,6 +459,7 @@ impl SrtBuilder {
                 slots[by] = Some(self.group((by as u8, t.protocol, t.version, op, t.op_code, key)));
             }
         }
+        let cell = self.cell(slots);
         let r = Recent {
             protocol: t.protocol,
             version: t.version,
@@ -449,6 +471,7 @@ impl SrtBuilder {
             status,
             folded,
             slots,
+            cell,
         };
         if self.recent.len() < RECENT {
             self.recent.push(r);
@@ -456,14 +479,23 @@ impl SrtBuilder {
             *old = r;
             self.recent_next = (self.recent_next + 1) % RECENT;
         }
-        slots
+        (slots, cell)
     }
 
-    pub(crate) fn finish(self, convs: &ConversationTable) -> RecordBatch {
+    /// The statistics of the response times of `cells`.
+    fn stats(&self, cells: &[u32], buf: &mut Vec<i64>) -> Option<SrtStats> {
+        let parts: Vec<&Samples> = cells
+            .iter()
+            .filter_map(|&c| self.cells.get(c as usize))
+            .collect();
+        SrtStats::of(&parts, &self.spill, buf)
+    }
+
+    pub(crate) fn finish(mut self, convs: &ConversationTable) -> RecordBatch {
         let name = |i: u32| self.names.name(i).to_string();
         let end_names: Vec<String> = self.ends.iter().map(|e| e.name(convs)).collect();
         let mut groups: BTreeMap<Key, Merged> = BTreeMap::new();
-        for ((by, p, v, op, code, key), g) in self.groups {
+        for ((by, p, v, op, code, key), g) in std::mem::take(&mut self.groups) {
             let key = match by {
                 1 | 2 => end_names.get(key as usize).cloned().unwrap_or_default(),
                 3 => self.files.name(key).to_string(),
@@ -476,7 +508,7 @@ impl SrtBuilder {
             slot.calls += g.calls;
             slot.errors += g.errors;
             slot.unanswered += g.unanswered;
-            slot.srt.push(g.srt);
+            slot.cells.extend(g.cells);
         }
         let n = groups.len();
         let mut by = StringBuilder::with_capacity(n, n * 6);
@@ -496,8 +528,30 @@ impl SrtBuilder {
         let mut hist =
             ListBuilder::with_capacity(UInt64Builder::with_capacity(n * HIST_BUCKETS), n);
         let mut buf: Vec<i64> = Vec::new();
-        for ((b, p, v, o, c, k), g) in groups {
-            let stats = SrtStats::of(&g.srt, &self.spill, &mut buf);
+        // Rows of the same cells (the breakdowns of one client reading one
+        // file) have the same statistics: computed once. Most rows have one
+        // cell, found by its number; the others by their list.
+        let mut one_cell: Vec<Option<Option<SrtStats>>> = vec![None; self.cells.len()];
+        let mut by_cells: foldhash::HashMap<Vec<u32>, Option<SrtStats>> = Default::default();
+        for ((b, p, v, o, c, k), mut g) in groups {
+            let stats = match g.cells[..] {
+                [cell] => match one_cell.get_mut(cell as usize) {
+                    Some(Some(s)) => s.clone(),
+                    Some(slot) => slot.insert(self.stats(&g.cells, &mut buf)).clone(),
+                    None => None,
+                },
+                _ => {
+                    g.cells.sort_unstable();
+                    match by_cells.get(&g.cells) {
+                        Some(s) => s.clone(),
+                        None => {
+                            let s = self.stats(&g.cells, &mut buf);
+                            by_cells.insert(g.cells, s.clone());
+                            s
+                        }
+                    }
+                }
+            };
             by.append_value(b);
             key.append_value(k);
             proto.append_value(p);
@@ -686,7 +740,7 @@ mod tests {
             b.add(&answered_request(i, op, None, srt));
         }
         // Most samples went to the spill.
-        assert!(b.groups.iter().all(|(_, g)| g.srt.blocks.len() >= 3));
+        assert!(b.cells.iter().all(|c| c.blocks.len() >= 3));
         let table = b.finish(&ConversationTable::default());
         let by: StringArray = column(&table, "breakdown");
         let op: StringArray = column(&table, "op");
@@ -754,8 +808,11 @@ mod tests {
             let file = format!("f{}", (i / 70) % 700);
             let srt = (i * 7919) % 3_000_000 + 500;
             by_file.entry(file.clone()).or_default().push(srt);
+            // The operation's row: every file's requests (a group of many
+            // cells).
+            by_file.entry("(op)".into()).or_default().push(srt);
             b.add(&answered_request(i, "READ", Some(file), srt));
-            let held: usize = b.groups.iter().map(|(_, g)| g.srt.tail.capacity()).sum();
+            let held: usize = b.cells.iter().map(|c| c.tail.capacity()).sum();
             most_held = most_held.max(held);
         }
         // (Every file's partial blocks alone would be 700 × 2 KB.)
@@ -771,10 +828,12 @@ mod tests {
         let (p50, p99, max) = (f64s("p50_ms"), f64s("p99_ms"), f64s("max_ms"));
         let mut seen = 0;
         for row in 0..table.num_rows() {
-            if by.value(row) != "file" {
-                continue;
-            }
-            let mut want = by_file[key.value(row)].clone();
+            let k = match by.value(row) {
+                "file" => key.value(row),
+                "op" => "(op)",
+                _ => continue,
+            };
+            let mut want = by_file[k].clone();
             want.sort_unstable();
             assert_eq!(answered.value(row), want.len() as u64);
             assert_eq!(p50.value(row), percentile(&want, 50.0) / 1e6);
@@ -782,7 +841,7 @@ mod tests {
             assert_eq!(max.value(row), want[want.len() - 1] as f64 / 1e6);
             seen += 1;
         }
-        assert_eq!(seen, 700);
+        assert_eq!(seen, 701);
     }
 
     #[test]
