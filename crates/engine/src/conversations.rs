@@ -127,6 +127,10 @@ fn key(src: Endpoint, dst: Endpoint) -> FlowKey {
 pub struct ConversationTable {
     by_key: foldhash::HashMap<FlowKey, u32>,
     convs: Vec<Conversation>,
+    /// The last frame's conversation: most frames follow one of the same
+    /// (a copy, a request and its reply), which then skip ordering and
+    /// hashing the key.
+    last: Option<u32>,
 }
 
 /// Where a frame went: stream index and direction (0 = a→b).
@@ -151,22 +155,35 @@ impl ConversationTable {
     ) -> Assignment {
         let src = (ip.src, tcp.src_port);
         let dst = (ip.dst, tcp.dst_port);
-        let k = key(src, dst);
         let bare_syn = tcp.flags & (tcp_flags::SYN | tcp_flags::ACK) == tcp_flags::SYN;
         let mut replaced = None;
-        let idx = match self.by_key.get(&k).copied() {
+        // (A bare SYN takes the full way: it may open a new conversation on
+        // the same 4-tuple.)
+        let same = self.last.filter(|&i| {
+            !bare_syn
+                && self
+                    .convs
+                    .get(i as usize)
+                    .is_some_and(|c| (c.a == src && c.b == dst) || (c.a == dst && c.b == src))
+        });
+        let known = match same {
+            Some(i) => Some(i),
+            None => self.by_key.get(&key(src, dst)).copied(),
+        };
+        let idx = match known {
             Some(i) => {
                 let c = &self.convs[i as usize];
                 let dir = if c.a == src { 0 } else { 1 };
                 if bare_syn && c.base_seq[dir].is_some_and(|b| b != tcp.seq) {
                     replaced = Some(i);
-                    self.open(k, src, dst, frame, ts)
+                    self.open(key(src, dst), src, dst, frame, ts)
                 } else {
                     i
                 }
             }
-            None => self.open(k, src, dst, frame, ts),
+            None => self.open(key(src, dst), src, dst, frame, ts),
         };
+        self.last = Some(idx);
         let c = &mut self.convs[idx as usize];
         let dir: u8 = if c.a == src { 0 } else { 1 };
         let d = dir as usize;
