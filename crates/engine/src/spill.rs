@@ -218,6 +218,60 @@ impl Spill {
     }
 }
 
+/// Reads blocks that are read back about in the order they were set aside
+/// (a connection's request facts) a joined run at a time ([`JOINED_BYTES`]),
+/// instead of one read per block.
+#[derive(Debug, Default)]
+pub(crate) struct ReadAhead {
+    /// Offset in the file of `bytes`.
+    at: u64,
+    bytes: Vec<u8>,
+}
+
+impl ReadAhead {
+    /// The bytes of `span`: from what was read ahead, or read now together
+    /// with the spans of `next` that follow it in the file (`next`: the
+    /// blocks to be read after it, in that order).
+    pub(crate) fn get<'a>(
+        &'a mut self,
+        spill: &Spill,
+        span: Span,
+        next: impl IntoIterator<Item = Span>,
+    ) -> std::borrow::Cow<'a, [u8]> {
+        let Span::File { offset, len } = span else {
+            return spill.get(span).into();
+        };
+        // (Blocks not yet written are read from memory anyway.)
+        let end = offset + u64::from(len);
+        if end > spill.written {
+            return spill.get(span).into();
+        }
+        let held = self.at + self.bytes.len() as u64;
+        if offset < self.at || end > held {
+            let mut joined = len;
+            for s in next {
+                match s {
+                    Span::File { offset: o, len: l }
+                        if o == offset + u64::from(joined)
+                            && o + u64::from(l) <= spill.written
+                            && joined as usize + l as usize <= JOINED_BYTES =>
+                    {
+                        joined += l;
+                    }
+                    _ => break,
+                }
+            }
+            self.bytes = spill.get(Span::File {
+                offset,
+                len: joined,
+            });
+            self.at = offset;
+        }
+        let from = (offset - self.at) as usize;
+        std::borrow::Cow::Borrowed(&self.bytes[from..from + len as usize])
+    }
+}
+
 /// Bounds, together, what waits in the partly filled blocks of one spill's
 /// many owners (the `srt` table's groups, a group per file of a copy; the
 /// request facts' connections): each keeps its newest items in memory until
@@ -498,6 +552,42 @@ mod tests {
                     "{offset}+{len} across {}",
                     s.written
                 );
+            }
+        }
+    }
+
+    /// Blocks read through a read-ahead come back as they were put, in
+    /// order, backwards, skipping, with `next` naming the wrong blocks, or
+    /// none; those not yet written and those in memory too.
+    #[test]
+    fn read_ahead_gives_each_block() {
+        let mut s = Spill::default();
+        let blocks: Vec<Vec<u8>> = (0..300u32)
+            .map(|i| (0..(i * 7919) % 6000).map(|b| (b ^ i) as u8).collect())
+            .collect();
+        let mut spans: Vec<Span> = blocks.iter().map(|b| s.put(b.clone())).collect();
+        assert!(s.written > 0 && s.written < s.len);
+        s.memory.push(vec![9; 33]);
+        spans.push(Span::Memory(0));
+        let want: Vec<Vec<u8>> = spans.iter().map(|&sp| s.get(sp)).collect();
+        let n = spans.len();
+        let orders: [Vec<usize>; 3] = [
+            (0..n).collect(),
+            (0..n).rev().collect(),
+            (0..n).step_by(3).chain((1..n).step_by(3)).collect(),
+        ];
+        for order in orders {
+            for wrong_next in [false, true] {
+                let mut ahead = ReadAhead::default();
+                for (k, &i) in order.iter().enumerate() {
+                    let next: Vec<Span> = if wrong_next {
+                        spans.iter().rev().take(5).copied().collect()
+                    } else {
+                        order[k + 1..].iter().take(64).map(|&j| spans[j]).collect()
+                    };
+                    let got = ahead.get(&s, spans[i], next);
+                    assert_eq!(&got[..], &want[i][..], "block {i}");
+                }
             }
         }
     }

@@ -4,7 +4,7 @@
 //! connection and mostly set aside in a spill (see [`Facts`]).
 
 use crate::interner::{FileNames, Interner};
-use crate::spill::{Span, Spill, TailBudget};
+use crate::spill::{ReadAhead, Span, Spill, TailBudget};
 use crate::transactions::Transaction;
 
 mod codec;
@@ -296,6 +296,7 @@ impl Facts {
             open: std::collections::BinaryHeap::new(),
             heads: Vec::new(),
             free: Vec::new(),
+            ahead: ReadAhead::default(),
         }
     }
 }
@@ -324,7 +325,12 @@ pub(crate) struct FactsIter<'a> {
     heads: Vec<(TxFacts, std::vec::IntoIter<TxFacts>)>,
     /// Slots of `heads` whose run was read out, for the next run opened.
     free: Vec<usize>,
+    /// The next blocks, read with the one opened.
+    ahead: ReadAhead,
 }
+
+/// Blocks that the run opened is read with, at most (see [`ReadAhead`]).
+const READ_WITH: usize = 64;
 
 impl FactsIter<'_> {
     fn open_next(&mut self) {
@@ -336,9 +342,20 @@ impl FactsIter<'_> {
         let mut facts = match run {
             // The facts wrote these bytes themselves: a block that does not
             // read back is a bug, which must not drop requests.
-            Run::Spilled(span) => codec::decode(&self.facts.spill.get(span))
-                .unwrap_or_else(|| panic!("a block of request facts does not read back (a bug)"))
-                .into_iter(),
+            Run::Spilled(span) => {
+                let next = self.runs[self.next_run..]
+                    .iter()
+                    .take(READ_WITH)
+                    .filter_map(|r| match r.1 {
+                        Run::Spilled(s) => Some(s),
+                        Run::Open(_) => None,
+                    });
+                codec::decode(&self.ahead.get(&self.facts.spill, span, next))
+                    .unwrap_or_else(|| {
+                        panic!("a block of request facts does not read back (a bug)")
+                    })
+                    .into_iter()
+            }
             Run::Open(it) => it,
         };
         if let Some(first) = facts.next() {
