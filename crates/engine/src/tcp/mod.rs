@@ -259,12 +259,15 @@ impl TcpAnalyzer {
         if let Some(old) = asg.replaced {
             self.release(old);
         }
-        if asg.stream >= self.streams_seen {
+        let seen_before = asg.stream < self.streams_seen;
+        if !seen_before {
             self.streams_seen = asg.stream + 1;
-        } else if !self.live.contains_key(&asg.stream) {
-            self.out.after_release_frames += 1;
         }
+        // (One lookup a segment: a stream seen before that is not live was
+        // released.)
+        let after_release = &mut self.out.after_release_frames;
         let live = self.live.entry(asg.stream).or_insert_with(|| {
+            *after_release += u64::from(seen_before);
             Box::new(Live {
                 conn: Connection::default(),
                 metrics: ConnMetrics::new(asg.stream),
