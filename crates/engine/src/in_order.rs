@@ -74,9 +74,24 @@ impl SortPoints for (i64, i32) {
         radix_sort_words(v, scratch, |&(t, k)| [ordered(t), ordered(i64::from(k))]);
     }
 }
-// (SMB2 credit events: their request numbers, charges and grants differ
-// in many bits, and radix over all of them was slower than comparison.)
-impl SortPoints for (i64, i8, u64, i64, i64) {}
+// The concurrency sweep's events: by radix on their times only (their
+// request numbers, charges and grants differ in many bits, and radix over
+// every field was slower than comparison), then the few runs of equal
+// times by comparison.
+impl SortPoints for (i64, i8, u64, i64, i64) {
+    fn sort_points(v: &mut [Self], scratch: &mut Vec<Self>) {
+        radix_sort_words(v, scratch, |&(t, ..)| [ordered(t)]);
+        let mut rest = v;
+        while let Some(first) = rest.first() {
+            let same = rest.iter().take_while(|p| p.0 == first.0).count();
+            let (run, after) = rest.split_at_mut(same);
+            if run.len() > 1 {
+                run.sort_unstable();
+            }
+            rest = after;
+        }
+    }
+}
 
 /// Bits per digit of [`radix_sort_words`].
 const DIGIT: u32 = 11;
