@@ -62,11 +62,11 @@ impl SortPoints for (i64, u8) {
         radix_sort_words(v, scratch, |&(t, k)| [ordered(t), u64::from(k)]);
     }
 }
+// The SMB2 credit changes: a change of -1 and one of 1 differ in every
+// bit, so radix over it takes every digit (see `radix_by_time`).
 impl SortPoints for (i64, i8, i64) {
     fn sort_points(v: &mut [Self], scratch: &mut Vec<Self>) {
-        radix_sort_words(v, scratch, |&(t, k, d)| {
-            [ordered(t), u64::from(k as u8 ^ 0x80), ordered(d)]
-        });
+        radix_by_time(v, scratch, |p| p.0);
     }
 }
 impl SortPoints for (i64, i32) {
@@ -74,22 +74,30 @@ impl SortPoints for (i64, i32) {
         radix_sort_words(v, scratch, |&(t, k)| [ordered(t), ordered(i64::from(k))]);
     }
 }
-// The concurrency sweep's events: by radix on their times only (their
-// request numbers, charges and grants differ in many bits, and radix over
-// every field was slower than comparison), then the few runs of equal
-// times by comparison.
+// The concurrency sweep's events: their request numbers, charges and
+// grants differ in many bits, and radix over every field was slower than
+// comparison (see `radix_by_time`).
 impl SortPoints for (i64, i8, u64, i64, i64) {
     fn sort_points(v: &mut [Self], scratch: &mut Vec<Self>) {
-        radix_sort_words(v, scratch, |&(t, ..)| [ordered(t)]);
-        let mut rest = v;
-        while let Some(first) = rest.first() {
-            let same = rest.iter().take_while(|p| p.0 == first.0).count();
-            let (run, after) = rest.split_at_mut(same);
-            if run.len() > 1 {
-                run.sort_unstable();
-            }
-            rest = after;
+        radix_by_time(v, scratch, |p| p.0);
+    }
+}
+
+/// Sort points ordered by their time first by radix on the time alone (a
+/// few digits: points waiting together lie close in time), then each run of
+/// equal times by comparison: the full order, for points whose other fields
+/// differ in too many bits for radix to pay.
+fn radix_by_time<T: Copy + Ord>(v: &mut [T], scratch: &mut Vec<T>, time: impl Fn(&T) -> i64) {
+    radix_sort_words(v, scratch, |p| [ordered(time(p))]);
+    let mut rest = v;
+    while let Some(first) = rest.first() {
+        let t = time(first);
+        let same = rest.iter().take_while(|p| time(p) == t).count();
+        let (run, after) = rest.split_at_mut(same);
+        if run.len() > 1 {
+            run.sort_unstable();
         }
+        rest = after;
     }
 }
 
@@ -548,9 +556,23 @@ mod tests {
                     })
                     .collect();
                 check(d);
+                // SMB2 credit changes: either sign, many equal.
+                let e: Vec<(i64, i8, i64)> = (0..n)
+                    .map(|_| (r.time(spread), r.small() as i8, r.small() * 3))
+                    .collect();
+                check(e);
             }
         }
         // Extremes of every field.
+        check(
+            (0..600)
+                .map(|i| {
+                    let t = [i64::MIN, -1, 0, 1, i64::MAX][i % 5];
+                    let k = [i8::MIN, -1, 0, 1, i8::MAX][(i / 5) % 5];
+                    (t, k, [i64::MIN, -1, 0, 1, i64::MAX][(i / 25) % 5])
+                })
+                .collect::<Vec<_>>(),
+        );
         check(
             (0..600)
                 .map(|i| {
