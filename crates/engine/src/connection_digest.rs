@@ -80,14 +80,127 @@ fn digest_with(
         late: facts.lateness(key),
         back: inputs.time_back,
     });
-    let scan = Scan::run(stream, facts.iter(key), &facts.names, order);
+    let split = split.unwrap_or(facts.count(key) >= SPLIT_SWEEPS);
+    let scan_of = |facts_in_order: &mut dyn Iterator<Item = TxFacts>| {
+        Scan::run(stream, facts_in_order, &facts.names, order)
+    };
+    // A long connection's first reading too is read (and decoded) on a
+    // thread of its own, which hands the facts over in blocks.
+    let scan = if split {
+        read_beside(|| facts.iter(key), scan_of)
+    } else {
+        scan_of(&mut facts.iter(key))
+    };
     if order.is_some_and(|o| scan.back > o.back) {
         // (Never, as starts are frames' times: a bug, and not a reason to
         // give wrong tables.)
-        return digest_with(key, inputs, false, split);
+        return digest_with(key, inputs, false, Some(split));
     }
-    let split = split.unwrap_or(facts.count(key) >= SPLIT_SWEEPS);
     sweep(stream, scan, inputs, || facts.iter(key), order, split)
+}
+
+/// Facts handed from the thread that reads them to another, in blocks of
+/// [`SHARED_BLOCK`] that go back to be refilled.
+struct BlockSender {
+    to: std::sync::mpsc::SyncSender<Vec<TxFacts>>,
+    empties: std::sync::mpsc::Receiver<Vec<TxFacts>>,
+    block: Vec<TxFacts>,
+}
+
+impl BlockSender {
+    fn push(&mut self, t: TxFacts) {
+        self.block.push(t);
+        if self.block.len() == SHARED_BLOCK {
+            let empty = self
+                .empties
+                .try_recv()
+                .unwrap_or_else(|_| Vec::with_capacity(SHARED_BLOCK));
+            // (The other side gone: it stopped early or panicked, and the
+            // thread scope passes a panic on.)
+            let _ = self.to.send(std::mem::replace(&mut self.block, empty));
+        }
+    }
+
+    fn finish(mut self) {
+        if !self.block.is_empty() {
+            let _ = self.to.send(std::mem::take(&mut self.block));
+        }
+    }
+}
+
+/// The receiving side of [`BlockSender`]: the facts, in the order sent.
+struct BlockReceiver {
+    from: std::sync::mpsc::Receiver<Vec<TxFacts>>,
+    refill: std::sync::mpsc::SyncSender<Vec<TxFacts>>,
+    block: Vec<TxFacts>,
+    next: usize,
+}
+
+impl Iterator for BlockReceiver {
+    type Item = TxFacts;
+
+    fn next(&mut self) -> Option<TxFacts> {
+        while self.next == self.block.len() {
+            let full = self.from.recv().ok()?;
+            let mut done = std::mem::replace(&mut self.block, full);
+            done.clear();
+            let _ = self.refill.try_send(done);
+            self.next = 0;
+        }
+        let t = self.block.get(self.next).copied();
+        self.next += 1;
+        t
+    }
+}
+
+/// A block hand-over (see [`SHARED_BLOCKS`]).
+fn hand_over() -> (BlockSender, BlockReceiver) {
+    let (to, from) = std::sync::mpsc::sync_channel(SHARED_BLOCKS);
+    let (refill, empties) = std::sync::mpsc::sync_channel(SHARED_BLOCKS + 2);
+    (
+        BlockSender {
+            to,
+            empties,
+            block: Vec::with_capacity(SHARED_BLOCK),
+        },
+        BlockReceiver {
+            from,
+            refill,
+            block: Vec::new(),
+            next: 0,
+        },
+    )
+}
+
+/// `consume` over the facts `read` gives, read on a helper thread and
+/// handed over in blocks (on this thread alone when no thread can be had).
+fn read_beside<I, R>(
+    read: impl Fn() -> I + Sync,
+    consume: impl FnOnce(&mut dyn Iterator<Item = TxFacts>) -> R,
+) -> R
+where
+    I: Iterator<Item = TxFacts>,
+{
+    std::thread::scope(|scope| {
+        let (mut tx, mut rx) = hand_over();
+        let read = &read;
+        let reader = std::thread::Builder::new()
+            .name("nastriage-digest".into())
+            .spawn_scoped(scope, move || {
+                read().for_each(|t| tx.push(t));
+                tx.finish();
+            });
+        match reader {
+            Ok(h) => {
+                let r = consume(&mut rx);
+                // (Its receiver dropped first, a reader still sending stops.)
+                drop(rx);
+                crate::driver::joined(h.join());
+                r
+            }
+            Err(_) => consume(&mut read()),
+        }
+    })
 }
 
 /// From this many requests a connection's second reading feeds two
@@ -322,27 +435,15 @@ fn sweep<I: Iterator<Item = TxFacts>>(
         // profile, the longer of the two. (The sweeps behind a lock only so
         // that this thread can do both when no thread can be had.)
         let shared = std::sync::Mutex::new(std::mem::take(&mut sweeps));
-        let (to_profile, blocks) = std::sync::mpsc::sync_channel::<Vec<TxFacts>>(SHARED_BLOCKS);
-        let (to_refill, empties) = std::sync::mpsc::sync_channel::<Vec<TxFacts>>(SHARED_BLOCKS + 2);
+        let (mut to_profile, blocks) = hand_over();
         let (shared_ref, each_ref, add_c) = (&shared, &each, &add_concurrency);
         let concurrency = move || {
             let mut sweeps = shared_ref.lock().unwrap_or_else(|e| e.into_inner());
-            let mut block = Vec::with_capacity(SHARED_BLOCK);
             each_ref(&mut |i, t, at| {
                 add_c(&mut sweeps, i, t, at);
-                block.push(*t);
-                if block.len() == SHARED_BLOCK {
-                    let empty = empties
-                        .try_recv()
-                        .unwrap_or_else(|_| Vec::with_capacity(SHARED_BLOCK));
-                    // (The other thread gone: it panicked, and the
-                    // scope passes that on.)
-                    let _ = to_profile.send(std::mem::replace(&mut block, empty));
-                }
+                to_profile.push(*t);
             });
-            if !block.is_empty() {
-                let _ = to_profile.send(block);
-            }
+            to_profile.finish();
         };
         std::thread::scope(|scope| {
             let helper = std::thread::Builder::new()
@@ -352,14 +453,10 @@ fn sweep<I: Iterator<Item = TxFacts>>(
                 Ok(h) => {
                     // (Numbered and placed as `each_request` does.)
                     let (mut i, mut at) = (0, Bounds::new(order));
-                    for mut block in blocks {
-                        for t in &block {
-                            at.next(t);
-                            add_profile(&mut profile, i, t, &at);
-                            i += 1;
-                        }
-                        block.clear();
-                        let _ = to_refill.try_send(block);
+                    for t in blocks {
+                        at.next(&t);
+                        add_profile(&mut profile, i, &t, &at);
+                        i += 1;
                     }
                     crate::driver::joined(h.join());
                 }
