@@ -5,7 +5,8 @@
 //! A spill is an unnamed temporary file: created in the temporary directory
 //! (`TMPDIR`) and unlinked at once, so nothing is left behind whatever
 //! happens to the process, and its space is given back when the owner is
-//! dropped. Its pages live in the page cache, not in the process. When no
+//! dropped. Its pages live in the page cache, not in the process (but for
+//! the last blocks, up to 64 KB, gathered for one write). When no
 //! file can be made or written (read-only or full disk), the bytes stay in
 //! memory: slower to bound, never lost. Each owner (the log, the failed
 //! requests, the facts, the SRT samples) has its own, made at its first
@@ -157,21 +158,27 @@ impl Spill {
         file.sort_unstable_by_key(at);
         let mut out: Vec<Span> = Vec::with_capacity(file.len() + memory.len());
         for s in file {
-            if let (Some(Span::File { offset, len }), Span::File { offset: o, len: l }) =
-                (out.last_mut(), s)
-            {
-                // (A block lies wholly in the file or wholly in `pending`.)
-                let same_side = (*offset >= self.written) == (o >= self.written);
-                let next = *offset + u64::from(*len) == o;
-                if next && same_side && (*len as usize) + (l as usize) <= JOINED_BYTES {
-                    *len += l;
-                    continue;
-                }
+            let both = out.last().and_then(|&last| self.join(last, s));
+            match (both, out.last_mut()) {
+                (Some(both), Some(last)) => *last = both,
+                _ => out.push(s),
             }
-            out.push(s);
         }
         out.extend(memory);
         out
+    }
+
+    /// `a` and `b` as one span, if `b` follows `a` in the file, on the same
+    /// side of what was written (a block lies wholly in the file or wholly
+    /// in `pending`), and both make at most [`JOINED_BYTES`].
+    fn join(&self, a: Span, b: Span) -> Option<Span> {
+        let (Span::File { offset, len }, Span::File { offset: o, len: l }) = (a, b) else {
+            return None;
+        };
+        let next = offset + u64::from(len) == o;
+        let same_side = (offset >= self.written) == (o >= self.written);
+        let len = len.checked_add(l).filter(|&n| n as usize <= JOINED_BYTES)?;
+        (next && same_side).then_some(Span::File { offset, len })
     }
 
     /// Set a value aside serialised (bincode, varints) and, with
@@ -248,23 +255,14 @@ impl ReadAhead {
         }
         let held = self.at + self.bytes.len() as u64;
         if offset < self.at || end > held {
-            let mut joined = len;
+            let mut joined = span;
             for s in next {
-                match s {
-                    Span::File { offset: o, len: l }
-                        if o == offset + u64::from(joined)
-                            && o + u64::from(l) <= spill.written
-                            && joined as usize + l as usize <= JOINED_BYTES =>
-                    {
-                        joined += l;
-                    }
-                    _ => break,
+                match spill.join(joined, s) {
+                    Some(both) => joined = both,
+                    None => break,
                 }
             }
-            self.bytes = spill.get(Span::File {
-                offset,
-                len: joined,
-            });
+            self.bytes = spill.get(joined);
             self.at = offset;
         }
         let from = (offset - self.at) as usize;

@@ -530,14 +530,15 @@ impl SrtBuilder {
         let mut buf: Vec<i64> = Vec::new();
         // Rows of the same cells (the breakdowns of one client reading one
         // file) have the same statistics: computed once. Most rows have one
-        // cell, found by its number; the others by their list.
-        let mut one_cell: Vec<Option<Option<SrtStats>>> = vec![None; self.cells.len()];
+        // cell, found by its number (boxed: a pointer a cell until then);
+        // the others by their list.
+        let mut one_cell: Vec<Option<Box<Option<SrtStats>>>> = vec![None; self.cells.len()];
         let mut by_cells: foldhash::HashMap<Vec<u32>, Option<SrtStats>> = Default::default();
         for ((b, p, v, o, c, k), mut g) in groups {
             let stats = match g.cells[..] {
                 [cell] => match one_cell.get_mut(cell as usize) {
-                    Some(Some(s)) => s.clone(),
-                    Some(slot) => slot.insert(self.stats(&g.cells, &mut buf)).clone(),
+                    Some(Some(s)) => (**s).clone(),
+                    Some(slot) => (**slot.insert(Box::new(self.stats(&g.cells, &mut buf)))).clone(),
                     None => None,
                 },
                 _ => {
