@@ -498,21 +498,27 @@ mod tests {
         }
     }
 
+    /// A spill of `n` blocks of up to `most` bytes, some written to the
+    /// file, the last gathered for the next write, and one in memory (as
+    /// after a failed write), with their spans in the order put.
+    fn blocks_everywhere(n: u32, most: u32) -> (Spill, Vec<Span>) {
+        let mut s = Spill::default();
+        let mut spans: Vec<Span> = (0..n)
+            .map(|i| s.put((0..(i * 7919) % most).map(|b| (b ^ i) as u8).collect()))
+            .collect();
+        assert!(s.written > 0 && s.written < s.len);
+        s.memory.push(vec![7; 10]);
+        spans.push(Span::Memory(0));
+        (s, spans)
+    }
+
     /// Spans joined where they lie next to each other read back the same
     /// bytes in file order, in fewer and bounded reads, whichever order
     /// they are given in; none joins across what was written, nor a span
     /// in memory.
     #[test]
     fn joined_spans_read_back_the_same_bytes() {
-        let mut s = Spill::default();
-        let blocks: Vec<Vec<u8>> = (0..400u32)
-            .map(|i| (0..(i * 7919) % 5000).map(|b| (b ^ i) as u8).collect())
-            .collect();
-        let mut spans: Vec<Span> = blocks.iter().map(|b| s.put(b.clone())).collect();
-        assert!(s.written > 0 && s.written < s.len);
-        // A block in memory (as after a failed write).
-        s.memory.push(vec![7; 10]);
-        spans.push(Span::Memory(0));
+        let (s, spans) = blocks_everywhere(400, 5000);
         let want: Vec<u8> = spans.iter().flat_map(|&sp| s.get(sp)).collect();
         // Every other block, backwards: joined only where neighbours remain.
         let some: Vec<Span> = spans.iter().rev().step_by(2).copied().collect();
@@ -559,14 +565,7 @@ mod tests {
     /// none; those not yet written and those in memory too.
     #[test]
     fn read_ahead_gives_each_block() {
-        let mut s = Spill::default();
-        let blocks: Vec<Vec<u8>> = (0..300u32)
-            .map(|i| (0..(i * 7919) % 6000).map(|b| (b ^ i) as u8).collect())
-            .collect();
-        let mut spans: Vec<Span> = blocks.iter().map(|b| s.put(b.clone())).collect();
-        assert!(s.written > 0 && s.written < s.len);
-        s.memory.push(vec![9; 33]);
-        spans.push(Span::Memory(0));
+        let (s, spans) = blocks_everywhere(300, 6000);
         let want: Vec<Vec<u8>> = spans.iter().map(|&sp| s.get(sp)).collect();
         let n = spans.len();
         let orders: [Vec<usize>; 3] = [
