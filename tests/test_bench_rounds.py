@@ -67,3 +67,32 @@ def test_median_run_keeps_every_wall_time() -> None:
     assert m["wall_s"] == 0.2
     assert m["min_wall_s"] == 0.1
     assert m["runs_wall_s"] == [0.3, 0.1, 0.2, 0.05]
+
+
+def test_settle_drops_the_file_from_the_cache_then_reads_it(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """A capture is dropped from the page cache (its written pages made clean first)
+    and read once, whatever wrote it; without posix_fadvise it is only read."""
+    bench = _bench()
+    capture = tmp_path / "c.pcap"
+    capture.write_bytes(bytes(range(256)) * 4096)
+    calls: list[str] = []
+    real_fadvise = getattr(bench.os, "posix_fadvise", None)
+
+    def fadvise(fd: int, offset: int, length: int, advice: int) -> None:
+        calls.append(f"fadvise {offset} {length} {advice}")
+        if real_fadvise is not None:
+            real_fadvise(fd, offset, length, advice)
+
+    monkeypatch.setattr(bench.os, "posix_fadvise", fadvise, raising=False)
+    monkeypatch.setattr(bench, "warm", lambda path: calls.append(f"warm {path.name}"))
+    bench.settle(capture)
+    dontneed = getattr(bench.os, "POSIX_FADV_DONTNEED", None)
+    assert calls == [f"fadvise 0 0 {dontneed}", "warm c.pcap"]
+    assert capture.read_bytes() == bytes(range(256)) * 4096
+
+    calls.clear()
+    monkeypatch.delattr(bench.os, "posix_fadvise")
+    bench.settle(capture)
+    assert calls == ["warm c.pcap"]
