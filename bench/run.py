@@ -313,7 +313,7 @@ def synth_binary(build: bool) -> Path:
 
 def generate(
     size: str, seed: int, synth: Path, snaplen: int | None, slots: int | None = None
-) -> tuple[Path, dict]:
+) -> tuple[Path, dict[str, Any]]:
     DATA.mkdir(parents=True, exist_ok=True)
     suffix = (f"-snap{snaplen}" if snaplen else "") + (f"-slots{slots}" if slots else "")
     path = DATA / f"bench-{size}-s{seed}{suffix}.pcap"
@@ -872,11 +872,11 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     if args.render:
-        result = json.loads(args.render.read_text())
+        rendered: dict[str, Any] = json.loads(args.render.read_text())
         if args.notes_file:
-            result["notes"] = args.notes_file.read_text()
-            args.render.write_text(json.dumps(result, indent=1, default=str) + "\n")
-        args.render.with_suffix(".md").write_text(markdown(result))
+            rendered["notes"] = args.notes_file.read_text()
+            args.render.write_text(json.dumps(rendered, indent=1, default=str) + "\n")
+        args.render.with_suffix(".md").write_text(markdown(rendered))
         print(f"wrote {args.render.with_suffix('.md')}")
         return 0
 
