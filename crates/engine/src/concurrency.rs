@@ -804,6 +804,7 @@ mod tests {
         assert!(c.credit_starved_requests >= 5);
         assert!(c.credit_starved_ns > 0);
     }
+
     /// The first reading's lowest credit balance, from changes ordered by
     /// time and kind only, is the lowest of the balance with every event
     /// in the sweep's full order (time, kind, request number, charge,

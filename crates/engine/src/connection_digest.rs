@@ -451,13 +451,9 @@ fn sweep<I: Iterator<Item = TxFacts>>(
                 .spawn_scoped(scope, concurrency);
             match helper {
                 Ok(h) => {
-                    // (Numbered and placed as `each_request` does.)
-                    let (mut i, mut at) = (0, Bounds::new(order));
-                    for t in blocks {
-                        at.next(&t);
-                        add_profile(&mut profile, i, &t, &at);
-                        i += 1;
-                    }
+                    each_request(blocks, order, &mut |i, t, at| {
+                        add_profile(&mut profile, i, t, at);
+                    });
                     crate::driver::joined(h.join());
                 }
                 // (No thread to be had: this one does both, from one
