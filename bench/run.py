@@ -376,8 +376,11 @@ def settle(path: Path) -> None:
     fadvise = getattr(os, "posix_fadvise", None)
     if fadvise is not None:
         with open(path, "rb") as f:
-            os.fsync(f.fileno())  # written pages become clean, and can be dropped
-            fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+            try:
+                os.fsync(f.fileno())  # written pages become clean, and can be dropped
+                fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+            except OSError as exc:  # (a filesystem that refuses either: only read it)
+                print(f"  {path.name}: not dropped from the page cache ({exc})", flush=True)
     warm(path)
 
 

@@ -73,7 +73,8 @@ def test_settle_drops_the_file_from_the_cache_then_reads_it(
     tmp_path: Path, monkeypatch: Any
 ) -> None:
     """A capture is dropped from the page cache (its written pages made clean first)
-    and read once, whatever wrote it; without posix_fadvise it is only read."""
+    and read once, whatever wrote it; where dropping fails or posix_fadvise is
+    missing it is only read."""
     bench = _bench()
     capture = tmp_path / "c.pcap"
     capture.write_bytes(bytes(range(256)) * 4096)
@@ -91,6 +92,14 @@ def test_settle_drops_the_file_from_the_cache_then_reads_it(
     dontneed = getattr(bench.os, "POSIX_FADV_DONTNEED", None)
     assert calls == [f"fadvise 0 0 {dontneed}", "warm c.pcap"]
     assert capture.read_bytes() == bytes(range(256)) * 4096
+
+    def refused(fd: int, offset: int, length: int, advice: int) -> None:
+        raise OSError(22, "Invalid argument")
+
+    calls.clear()
+    monkeypatch.setattr(bench.os, "posix_fadvise", refused)
+    bench.settle(capture)
+    assert calls == ["warm c.pcap"]
 
     calls.clear()
     monkeypatch.delattr(bench.os, "posix_fadvise")
