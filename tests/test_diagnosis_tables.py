@@ -96,6 +96,23 @@ def _plain(rows: Any) -> list[tuple[Any, ...]]:
     return [(*r[:-1], _nan_none(r[-1])) for r in rows]
 
 
+class _TablesOnly:
+    """A capture without the engine's own groupings: the diagnosis reads its tables."""
+
+    def __init__(self, capture: Any) -> None:
+        self._capture = capture
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("tcp_series_by_direction", "tcp_events_by_stream"):
+            raise AttributeError(name)
+        return getattr(self._capture, name)
+
+
+def _bins(b: Any) -> tuple[list[Any], ...]:
+    """A direction's series bins as lists (NaN as None: NaN equals nothing)."""
+    return list(b.interval_ns), [_nan_none(x) for x in b.rate], [_nan_none(x) for x in b.window]
+
+
 def _check(path: str) -> int:
     from nastriage.capture import Capture
     from nastriage.diagnosis.context import Context
@@ -145,6 +162,12 @@ def _check(path: str) -> int:
             assert other[stream] == ctx.events[stream]
     windows, rows = _series_from_rows(capture)
     assert _series_window(ctx) == windows
+    # The engine's grouping of the series gives what grouping the table's rows gives
+    # (the same bins, in the same order).
+    from_table = Context(_TablesOnly(capture))._build_series()
+    assert [(k, _bins(v)) for k, v in ctx.series.items()] == [
+        (k, _bins(v)) for k, v in from_table.items()
+    ]
     keys = {(int(s), str(d)) for s, d in zip(rows["stream"], rows["direction"])}
     for stream, d in keys:
         for rtt in (None, 0.0, 0.5, 5.0, 50.0):

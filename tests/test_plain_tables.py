@@ -232,17 +232,26 @@ def test_runs_of_matching_rows() -> None:
     assert list(_runs([4])) == [(4, 5)]
 
 
-def test_long_tables_are_made_again_when_asked_again() -> None:
-    """``Capture.plain_table`` keeps the summary tables it made, not the long ones (their
-    readers keep compact forms of their own)."""
+@pytest.mark.parametrize("keep_rows", [None, 0])
+def test_long_tables_are_made_again_when_asked_again(
+    keep_rows: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``Capture.plain_table`` keeps the summary tables it made and the per-connection
+    ones at any length, not the other long ones (their readers keep compact forms of
+    their own). (With ``keep_rows`` 0 every table is long.)"""
     import nastriage.capture as capture_module
     from nastriage.capture import Capture
 
+    if keep_rows is not None:
+        monkeypatch.setattr(capture_module, "KEEP_COLUMNS_ROWS", keep_rows)
     capture = Capture.analyze(EXAMPLES[0])
     sizes = {n: capture.plain_table(n).num_rows for n in capture.table_names}
+    assert sizes.keys() >= capture_module.KEEP_TABLES
     for name, rows in sizes.items():
         again = capture.plain_table(name) is capture.plain_table(name)
-        kept = rows <= capture_module.KEEP_COLUMNS_ROWS and name not in capture_module.MADE_BY_ROWS
+        kept = (
+            rows <= capture_module.KEEP_COLUMNS_ROWS or name in capture_module.KEEP_TABLES
+        ) and name not in capture_module.MADE_BY_ROWS
         assert again == kept, name
 
 

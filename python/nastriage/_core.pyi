@@ -77,6 +77,11 @@ class Analysis:
         where the engine can (``tcp_events``, which a lossy capture makes long)."""
     def table_len(self, name: str) -> int:
         """Rows of the named table, without making it where the engine can."""
+    def tcp_series_by_direction(self) -> list[tuple[int, str, int, bytes, bytes]]:
+        """The ``tcp_series`` rows that carried payload, grouped by (stream, direction)
+        in table order, without making the table: ``(stream, direction, interval_ns,
+        throughput_bps, receive_window)``, the last two native-endian float64 bytes
+        (NaN where no window was seen)."""
     def tcp_events_by_stream(
         self, start: int, stop: int, labels: list[tuple[str, str]], part: str = "all"
     ) -> tuple[

@@ -235,6 +235,13 @@ impl Analysis {
             .map(|e| (e, tables::event_direction(&e, &self.conversations)))
     }
 
+    /// The `tcp_series` rows with payload, grouped by stream and sender
+    /// direction (three of the table's columns), without making the table:
+    /// what the diagnosis reads of it.
+    pub fn tcp_series_by_direction(&self) -> Vec<crate::tcp::DirectionSeries> {
+        crate::tcp::tables::series_by_direction(&self.tcp, &self.conversations)
+    }
+
     /// Rows of a table (None for an unknown name), without making
     /// `tcp_events`.
     pub fn table_len(&self, name: &str) -> Option<usize> {

@@ -12,7 +12,7 @@ use arrow_array::{RecordBatch, RecordBatchIterator};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyIndexError, PyKeyError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyCapsule, PyDict, PyList, PyTuple};
+use pyo3::types::{PyBytes, PyCapsule, PyDict, PyList, PyTuple};
 
 use nastriage_engine::app::layer::AppKind;
 use nastriage_engine::{Analysis, AnalyzeOptions};
@@ -130,6 +130,27 @@ impl PyAnalysis {
     fn table_len(&self, py: Python<'_>, name: &str) -> PyResult<usize> {
         py.detach(|| self.inner.table_len(name))
             .ok_or_else(|| PyKeyError::new_err(format!("no table named {name:?}")))
+    }
+
+    /// The `tcp_series` rows with payload grouped by (stream, direction):
+    /// `[(stream, direction, interval_ns, throughput_bps, receive_window)]`,
+    /// the last two native-endian f64 bytes (NaN: no window seen).
+    fn tcp_series_by_direction<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let groups = py.detach(|| self.inner.tcp_series_by_direction());
+        let f64_bytes = |v: &[f64]| -> Vec<u8> { v.iter().flat_map(|x| x.to_ne_bytes()).collect() };
+        let items = groups
+            .iter()
+            .map(|g| {
+                (
+                    g.stream,
+                    g.direction,
+                    g.interval_ns,
+                    PyBytes::new(py, &f64_bytes(&g.throughput_bps)),
+                    PyBytes::new(py, &f64_bytes(&g.receive_window)),
+                )
+            })
+            .collect::<Vec<_>>();
+        PyList::new(py, items)
     }
 
     /// Rows `start..stop` of `tcp_events` regrouped by connection, as the

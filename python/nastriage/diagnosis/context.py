@@ -8,6 +8,7 @@ nanoseconds since the epoch. Nothing here parses packets.
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 import re
 from array import array
@@ -387,6 +388,16 @@ class Context:
 
     def _build_series(self) -> dict[tuple[int, str], SeriesBins]:
         out: dict[tuple[int, str], SeriesBins] = {}
+        # A live analysis groups the bins itself (the table is a dozen columns).
+        grouped = getattr(self.capture, "tcp_series_by_direction", None)
+        found = grouped() if grouped is not None else None
+        if found is not None:
+            for stream, d, interval_ns, rate, window in found:
+                group = out[(stream, d)] = SeriesBins()
+                group.rate.frombytes(rate)
+                group.window.frombytes(window)
+                group.interval_ns.extend(itertools.repeat(interval_ns, len(group.rate)))
+            return out
         t = self.table("tcp_series")
         if t is None:
             return out

@@ -51,6 +51,7 @@ pub use seq_analysis::MAX_UNACKED;
 use seq_analysis::{Connection, Outcome, Seg};
 use seq_points::{SeqPoints, SeqPointsConfig};
 use series::{Series, SeriesConfig};
+pub use tables::DirectionSeries;
 use zero_window::Episode;
 
 /// How long (in capture time) a closed connection's state is kept for

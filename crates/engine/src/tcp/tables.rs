@@ -10,6 +10,7 @@ use super::limitation::Limit;
 use super::metrics::{ConnSummary, SideRtt};
 use super::retrans_class::{LossSite, RetransClass};
 use super::segments::{flags_text, SegPoint};
+use super::series::Bin;
 use super::TcpAnalysis;
 use crate::columns::Cols;
 use crate::conversations::ConversationTable;
@@ -604,11 +605,9 @@ pub(crate) fn tcp_series(t: &TcpAnalysis, convs: &ConversationTable) -> RecordBa
         retx.push(b.retransmissions);
         stalled.push(b.stalled_ns as f64 / 1e9);
         flight.push(b.max_in_flight);
-        window.push(
-            (b.window_raw != u32::MAX).then(|| u64::from(b.window_raw) << shift(t, s, 1 - d)),
-        );
+        window.push(bin_window(t, s, d, b));
         rtt.push((b.rtt_samples > 0).then(|| ms(b.rtt_sum_ns / f64::from(b.rtt_samples))));
-        tput.push(b.bytes as f64 * 8.0 * 1e9 / iv as f64);
+        tput.push(bin_throughput(b, iv));
     }
     let mut k = Cols::default();
     k.u32("stream", stream);
@@ -624,6 +623,74 @@ pub(crate) fn tcp_series(t: &TcpAnalysis, convs: &ConversationTable) -> RecordBa
     k.f64o("rtt_ms", rtt);
     k.f64("throughput_bps", tput);
     k.finish("tcp_series")
+}
+
+/// The receive window last offered to the sender of a bin (scaled), if any.
+fn bin_window(t: &TcpAnalysis, stream: u32, dir: usize, b: &Bin) -> Option<u64> {
+    (b.window_raw != u32::MAX).then(|| u64::from(b.window_raw) << shift(t, stream, 1 - dir))
+}
+
+/// A bin's payload rate in bit/s.
+fn bin_throughput(b: &Bin, interval_ns: i64) -> f64 {
+    b.bytes as f64 * 8.0 * 1e9 / interval_ns as f64
+}
+
+/// One sender direction's `tcp_series` bins that carried payload, as the
+/// diagnosis reads them: its rows' `throughput_bps` and `receive_window`
+/// (NaN where none), in time order.
+pub struct DirectionSeries {
+    pub stream: u32,
+    /// "c2s" or "s2c", as the table's `direction`.
+    pub direction: &'static str,
+    pub interval_ns: i64,
+    pub throughput_bps: Vec<f64>,
+    pub receive_window: Vec<f64>,
+}
+
+/// The `tcp_series` rows with payload grouped by (stream, direction), in
+/// table order, without making the table: on thousands of connections the
+/// table was 12 columns of some hundred thousand rows that the diagnosis
+/// read only to regroup three of them.
+pub(crate) fn series_by_direction(
+    t: &TcpAnalysis,
+    convs: &ConversationTable,
+) -> Vec<DirectionSeries> {
+    let series = t.series();
+    let iv = series.interval_ns();
+    let mut out: Vec<DirectionSeries> = Vec::new();
+    let mut client_of = (u32::MAX, 0usize);
+    for (s, d, _, b) in series.iter() {
+        if b.bytes == 0 {
+            continue;
+        }
+        if client_of.0 != s {
+            client_of = (
+                s,
+                convs.get(s).map_or(0, |c| c.client_direction().0 as usize),
+            );
+        }
+        let direction = dir_name(d, client_of.1);
+        // (The table's rows come by stream, then direction: a key's rows
+        // are next to each other.)
+        let same = out
+            .last()
+            .is_some_and(|o| o.stream == s && o.direction == direction);
+        if !same {
+            out.push(DirectionSeries {
+                stream: s,
+                direction,
+                interval_ns: iv,
+                throughput_bps: Vec::new(),
+                receive_window: Vec::new(),
+            });
+        }
+        if let Some(o) = out.last_mut() {
+            o.throughput_bps.push(bin_throughput(b, iv));
+            o.receive_window
+                .push(bin_window(t, s, d, b).map_or(f64::NAN, |w| w as f64));
+        }
+    }
+    out
 }
 
 /// One row per segment of the chosen streams, in frame order.
