@@ -90,11 +90,11 @@ def test_streaming_on_a_lossy_benchmark_capture(
     """Thousands of runs and retransmissions, ranges cut anywhere among them, and the
     retransmissions' times and episodes written out in blocks of 100."""
     from nastriage.capture import Capture
-    from nastriage.diagnosis import spilled
+    from nastriage.diagnosis import retrans
 
     capture = Capture.analyze(str(bench_capture(tmp_path, size="8M", seed=3)))
     assert _check(capture, (5, 64, 999)) > 2
-    monkeypatch.setattr(spilled, "BLOCK", 100)
+    monkeypatch.setattr(retrans, "SPILL_BLOCK", 100)
     assert _check(capture, (999,)) > 2
 
 
@@ -221,11 +221,11 @@ def _fake(rng: random.Random, flags: list[tuple[int, int, str, str, str]]) -> An
 def test_streaming_equals_the_whole_lists_on_random_flags(
     seed: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from nastriage.diagnosis import spilled
+    from nastriage.diagnosis import retrans
 
     # Half of them with the retransmissions' times and the episodes written out every
     # two values (read back across blocks, the last episode's end still growing).
-    monkeypatch.setattr(spilled, "BLOCK", 2 if seed % 2 else spilled.BLOCK)
+    monkeypatch.setattr(retrans, "SPILL_BLOCK", 2 if seed % 2 else retrans.SPILL_BLOCK)
     rng = random.Random(seed)
     flags = _random_flags(rng, disorder=seed % 5 == 4)
     capture = _fake(rng, flags)
@@ -241,7 +241,6 @@ def test_random_flags_reach_the_edges() -> None:
     run, timeouts, capture drops, several ranges per run, connections held whole."""
     from nastriage.diagnosis.context import Context
     from nastriage.diagnosis.retrans import _Connection, analyse
-    from nastriage.diagnosis.spilled import Spill
 
     seen: dict[str, int] = {}
     held = 0
@@ -256,7 +255,7 @@ def test_random_flags_reach_the_edges() -> None:
             seen["downstream"] = seen.get("downstream", 0) + la.downstream
             seen["upstream"] = seen.get("upstream", 0) + (not la.downstream)
             seen["in_episode"] = seen.get("in_episode", 0) + bool(la.episode_resent_frames)
-        c = _Connection(ctx, 0, Spill())
+        c = _Connection(ctx, 0)
         for _labels, chunk in ctx.event_chunks("rows+runs"):
             from nastriage.diagnosis.events import Range
 
@@ -289,55 +288,6 @@ def test_a_table_with_no_events() -> None:
     assert isinstance(empty, pa.Table)
 
 
-def test_spilled_columns_read_back_in_order() -> None:
-    """A column keeps its newest values in memory and the rest in blocks on file; its
-    readers move forward over every value in order, those appended while they read
-    too: past the values at most a bound, to the first at least one, over the next k
-    (their largest); the last value can still change."""
-    from nastriage.diagnosis import spilled
-
-    rng = random.Random(5)
-    for block in (1, 2, 3, 64, 8192):
-        s = spilled.Spill()
-        old, spilled.BLOCK = spilled.BLOCK, block
-        try:
-            col = spilled.Column(s)
-            want: list[int] = []
-            counter, taker, finder = col.reader(), col.reader(), col.reader()
-            counted = taken = 0
-            bound = -10
-            for _ in range(300):
-                v = (want[-1] if want else 0) + rng.randrange(0, 4)
-                col.append(v)
-                want.append(v)
-                if rng.random() < 0.3:
-                    col.last = want[-1] = v + 1
-                if rng.random() < 0.3:
-                    x = want[-1] - rng.randrange(0, 3)
-                    k = counter.count_at_most(x)
-                    assert k == sum(1 for w in want[counted:] if w <= x), block
-                    counted += k
-                    if k:
-                        # (A start above the values, within them or below: it counts too.)
-                        start = rng.choice([-1, want[taken], want[-1] + 5])
-                        got = taker.max_of_next(k, start)
-                        assert got == max(start, *want[taken : taken + k])
-                        taken += k
-                if rng.random() < 0.2:
-                    # (Bounds no smaller than the one before, as the runs ask.)
-                    bound = x = max(bound, want[-1] - rng.randrange(0, 6))
-                    got = finder.first_at_least(x)
-                    assert got == next((w for w in want if w >= x), None), (block, x)
-            assert len(col) == len(want) and col.last == want[-1]
-            assert list(col) == want
-            assert finder.first_at_least(want[-1] + 1) is None
-            with pytest.raises(IndexError):
-                taker.max_of_next(len(want) - taken + 1, 0)
-        finally:
-            spilled.BLOCK = old
-            s.close()
-
-
 @pytest.mark.usefixtures("engine")
 def test_an_unknown_part_of_the_events_is_refused() -> None:
     from nastriage.capture import Capture
@@ -351,20 +301,15 @@ def test_an_unknown_part_of_the_events_is_refused() -> None:
 
 
 def test_without_a_temporary_file_the_columns_stay_in_memory(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """No temporary file to be had (a full or read-only temporary directory): the loss
-    analysis keeps its blocks in memory and says the same."""
-    import tempfile
-
-    from nastriage.diagnosis import spilled
+    """No temporary file to be had (a missing temporary directory): the loss analysis
+    keeps its blocks in memory and says the same."""
+    from nastriage.diagnosis import retrans
     from nastriage.diagnosis.context import Context
 
-    def refuse(*_: Any, **__: Any) -> Any:
-        raise OSError(28, "No space left on device")
-
-    monkeypatch.setattr(spilled, "BLOCK", 2)
-    monkeypatch.setattr(tempfile, "TemporaryFile", refuse)
+    monkeypatch.setattr(retrans, "SPILL_BLOCK", 2)
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "missing"))
     for seed in range(40):
         rng = random.Random(seed)
         capture = _fake(rng, _random_flags(rng, disorder=False))

@@ -1,7 +1,7 @@
 """Type stubs for the Rust engine binding (crates/py). The binding is thin:
 it runs the one-pass analysis and hands back metadata and Arrow tables."""
 
-from typing import Callable, Protocol
+from typing import Any, Callable, Protocol
 
 __version__: str
 
@@ -147,3 +147,51 @@ def time_order(times: bytes, frames: bytes) -> bytes:
     """Positions of rows in (time, frame) order, ties in row order (a stable sort):
     ``times`` and ``frames`` as native int64 bytes of one length (ValueError otherwise),
     the positions the same."""
+
+class LossReading:
+    """The loss analysis' reading of one data direction of a connection
+    (``nastriage.diagnosis.retrans``): ``first`` for each range of its events, ``decide``,
+    ``second`` for each range, then ``finish`` once. Columns are the native bytes of the
+    range's arrays (int64; label codes uint16; ``rto`` float64); ``actions`` one byte per
+    label code (ValueError for a code past them or columns of unequal length)."""
+
+    def __init__(
+        self,
+        long_ns: int,
+        episode_tail_ns: int,
+        wait_ns: int,
+        timeout_min_s: float,
+        zw_starts: bytes,
+        zw_reach: bytes,
+        block: int,
+    ) -> None: ...
+    @property
+    def selected(self) -> bool: ...
+    def first(
+        self,
+        frames: bytes,
+        times: bytes,
+        codes: bytes,
+        details: list[str | None],
+        run_codes: bytes,
+        run_keys: bytes,
+        run_firsts: bytes,
+        actions: bytes,
+    ) -> None: ...
+    def decide(self) -> bool: ...
+    def second(
+        self,
+        frames: bytes,
+        times: bytes,
+        codes: bytes,
+        rto: bytes,
+        run_codes: bytes,
+        run_keys: bytes,
+        run_firsts: bytes,
+        run_first_frames: bytes,
+        run_lasts: bytes,
+        run_counts: bytes,
+        actions: bytes,
+    ) -> None: ...
+    def finish(self) -> dict[str, Any]:
+        """What was found, by the names of ``LossAnalysis``'s fields (runs as tuples)."""

@@ -4,6 +4,7 @@
 
 mod events;
 mod lists;
+mod loss;
 
 use std::sync::Arc;
 
@@ -347,6 +348,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("CaptureError", m.py().get_type::<CaptureError>())?;
     m.add_class::<PyAnalysis>()?;
     m.add_class::<TableStream>()?;
+    m.add_class::<loss::LossReading>()?;
     m.add_function(wrap_pyfunction!(analyze, m)?)?;
     m.add_function(wrap_pyfunction!(events::time_order, m)?)?;
     Ok(())

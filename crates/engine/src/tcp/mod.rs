@@ -25,6 +25,7 @@ pub mod cwnd;
 mod event_log;
 mod flags;
 pub mod limitation;
+pub mod loss_reading;
 pub mod metrics;
 pub mod reservoir;
 pub mod retrans_class;
