@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import re
 from array import array
 from collections.abc import Iterator, Sequence
 
 from nastriage.diagnosis.context import Context, Event, reverse
 from nastriage.diagnosis.events import DupRunRow
 from nastriage.diagnosis.retrans import (
-    _BYTES,
     _DUP_ACK,
     _HOLE,
     _SKIP,
@@ -27,6 +27,10 @@ from nastriage.diagnosis.retrans import (
     _zero_window_spans,
 )
 from nastriage.diagnosis.timeline import union_sorted_ns
+
+#: The bytes an ACK of unseen data acknowledged, in its detail (ASCII digits, as the
+#: engine's reading takes them).
+_BYTES = re.compile(r"=(\d+) bytes", re.ASCII)
 
 
 def analyse_stream(ctx: Context, stream: int, d: str) -> LossAnalysis:

@@ -314,3 +314,40 @@ def test_without_a_temporary_file_the_columns_stay_in_memory(
         rng = random.Random(seed)
         capture = _fake(rng, _random_flags(rng, disorder=False))
         assert _streamed(capture, 3) == _whole(Context(capture)), seed
+
+
+@pytest.mark.usefixtures("engine")
+def test_the_engines_reading_refuses_bad_columns() -> None:
+    """``_core.LossReading`` (the per-event reading) says what is wrong with what it is
+    given, rather than reading past a column or panicking: columns of unequal length, a
+    column that is not whole values, a label code with no action, a second finish."""
+    from array import array
+
+    from nastriage import _core
+
+    def q(*v: int) -> bytes:
+        return array("q", v).tobytes()
+
+    def h(*v: int) -> bytes:
+        return array("H", v).tobytes()
+
+    r = _core.LossReading(1, 1, 1, 1.0, b"", b"", 8192)
+    with pytest.raises(ValueError, match="one length"):
+        r.first(q(1, 2), q(1), h(1), [None], b"", b"", b"", bytes([0, 1]))
+    with pytest.raises(ValueError, match="one length"):
+        r.first(q(1), q(1), h(1), [], b"", b"", b"", bytes([0, 1]))
+    with pytest.raises(ValueError, match="whole number"):
+        r.first(q(1)[:5], q(1), h(1), [None], b"", b"", b"", bytes([0, 1]))
+    with pytest.raises(ValueError, match="label code 3"):
+        r.first(q(1), q(1), h(3), [None], b"", b"", b"", bytes([0, 1]))
+    with pytest.raises(ValueError, match="one length"):
+        _core.LossReading(1, 1, 1, 1.0, q(1, 2), q(1), 8192)
+    # A retransmission selects the direction; the reading finishes once.
+    r.first(q(7), q(100), h(1), [None], b"", b"", b"", bytes([0, 1]))
+    assert r.selected and r.decide()
+    r.second(q(7), q(100), h(1), array("d", [float("nan")]).tobytes(), *[b""] * 6, bytes([0, 1]))
+    found = r.finish()
+    assert found["resent_count"] == 1 and found["resent_frames"] == [7]
+    assert found["reordered_segments"] == 1 and found["needless_retransmissions"] == 1
+    with pytest.raises(RuntimeError, match="finished"):
+        r.finish()

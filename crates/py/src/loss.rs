@@ -109,7 +109,7 @@ impl LossReading {
     ) -> PyResult<()> {
         let (frames, times) = (i64s("frames", frames)?, i64s("times", times)?);
         let codes = values("codes", codes, u16::from_ne_bytes)?;
-        one_length(&[frames.len(), times.len(), codes.len()])?;
+        one_length(&[frames.len(), times.len(), codes.len(), details.len()])?;
         let run_codes = values("run_codes", run_codes, u16::from_ne_bytes)?;
         let (run_keys, run_firsts) = (i64s("run_keys", run_keys)?, i64s("run_firsts", run_firsts)?);
         one_length(&[run_codes.len(), run_keys.len(), run_firsts.len()])?;

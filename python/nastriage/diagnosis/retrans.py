@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import bisect
 import itertools
-import re
 from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -45,10 +44,6 @@ from nastriage.diagnosis.context import Context, Event, reverse
 from nastriage.diagnosis.events import EventsByStream, Range
 
 __all__ = ["KEEP", "DupRun", "LossAnalysis", "Spans", "analyse"]
-
-#: The bytes an ACK of unseen data acknowledged, in its detail (ASCII digits, as the
-#: engine's reading takes them).
-_BYTES = re.compile(r"=(\d+) bytes", re.ASCII)
 
 #: Flags of data segments that do not advance the sequence (sent again, or late).
 RESENT_KINDS = frozenset(
@@ -465,7 +460,8 @@ def _dup_run(
     return run
 
 
-#: What :class:`_Direction` does with an event, by its label (see :func:`_action`).
+#: What :class:`_Direction` does with an event, by its label (see :func:`_action`;
+#: numbered as the engine's ``tcp::loss_reading::action``).
 _SKIP, _RESENT, _SPURIOUS, _HOLE, _DUP_ACK, _UNSEEN = range(6)
 
 
