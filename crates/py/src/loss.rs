@@ -39,6 +39,86 @@ fn one_length(lens: &[usize]) -> PyResult<()> {
     Ok(())
 }
 
+/// A range's rows decoded: frames, times, label codes and (for the second
+/// reading) each one's `rto`.
+struct RowCols {
+    frames: Vec<i64>,
+    times: Vec<i64>,
+    codes: Vec<u16>,
+    rto: Vec<f64>,
+}
+
+impl RowCols {
+    /// `also`: the length of another column of the rows (the details).
+    fn decode(
+        frames: &[u8],
+        times: &[u8],
+        codes: &[u8],
+        rto: Option<&[u8]>,
+        also: Option<usize>,
+    ) -> PyResult<Self> {
+        let c = RowCols {
+            frames: i64s("frames", frames)?,
+            times: i64s("times", times)?,
+            codes: values("codes", codes, u16::from_ne_bytes)?,
+            rto: match rto {
+                Some(b) => values("rto", b, f64::from_ne_bytes)?,
+                None => Vec::new(),
+            },
+        };
+        let mut lens = vec![c.frames.len(), c.times.len(), c.codes.len()];
+        lens.extend(rto.map(|_| c.rto.len()));
+        lens.extend(also);
+        one_length(&lens)?;
+        Ok(c)
+    }
+
+    fn rows(&self) -> Rows<'_> {
+        Rows {
+            frames: &self.frames,
+            times: &self.times,
+            codes: &self.codes,
+            rto: &self.rto,
+        }
+    }
+}
+
+/// A range's duplicate-ACK runs decoded: label codes and the int64 columns
+/// given (acknowledged frames, first times, then for the second reading
+/// first frames, last times and counts).
+struct RunCols {
+    codes: Vec<u16>,
+    cols: [Vec<i64>; 5],
+}
+
+impl RunCols {
+    fn decode(codes: &[u8], given: &[(&str, &[u8])]) -> PyResult<Self> {
+        let mut c = RunCols {
+            codes: values("run_codes", codes, u16::from_ne_bytes)?,
+            cols: Default::default(),
+        };
+        let mut lens = vec![c.codes.len()];
+        for (col, (name, bytes)) in c.cols.iter_mut().zip(given) {
+            *col = i64s(name, bytes)?;
+            lens.push(col.len());
+        }
+        one_length(&lens)?;
+        Ok(c)
+    }
+
+    fn runs(&self) -> Runs<'_> {
+        let [keys, firsts, first_frames, lasts, counts] = &self.cols;
+        Runs {
+            codes: &self.codes,
+            keys,
+            firsts,
+            first_frames,
+            lasts,
+            counts,
+        }
+    }
+}
+
 /// One data direction's reading: `first` for every range, `decide`, then
 /// `second` for every range and `finish` (once).
 #[pyclass(module = "nastriage._core")]
@@ -107,26 +187,11 @@ impl LossReading {
         run_firsts: &[u8],
         actions: &[u8],
     ) -> PyResult<()> {
-        let (frames, times) = (i64s("frames", frames)?, i64s("times", times)?);
-        let codes = values("codes", codes, u16::from_ne_bytes)?;
-        one_length(&[frames.len(), times.len(), codes.len(), details.len()])?;
-        let run_codes = values("run_codes", run_codes, u16::from_ne_bytes)?;
-        let (run_keys, run_firsts) = (i64s("run_keys", run_keys)?, i64s("run_firsts", run_firsts)?);
-        one_length(&[run_codes.len(), run_keys.len(), run_firsts.len()])?;
-        let rows = Rows {
-            frames: &frames,
-            times: &times,
-            codes: &codes,
-            rto: &[],
-        };
-        let runs = Runs {
-            codes: &run_codes,
-            keys: &run_keys,
-            firsts: &run_firsts,
-            first_frames: &[],
-            lasts: &[],
-            counts: &[],
-        };
+        let rows = RowCols::decode(frames, times, codes, None, Some(details.len()))?;
+        let runs = RunCols::decode(
+            run_codes,
+            &[("run_keys", run_keys), ("run_firsts", run_firsts)],
+        )?;
         let detail = |i: usize| {
             details
                 .get_item(i)
@@ -134,7 +199,7 @@ impl LossReading {
                 .and_then(|d| d.extract::<Option<String>>().ok().flatten())
         };
         self.reading()?
-            .first(&rows, detail, &runs, actions)
+            .first(&rows.rows(), detail, &runs.runs(), actions)
             .map_err(|e| PyValueError::new_err(e.to_string()))
     }
 
@@ -160,37 +225,19 @@ impl LossReading {
         run_counts: &[u8],
         actions: &[u8],
     ) -> PyResult<()> {
-        let (frames, times) = (i64s("frames", frames)?, i64s("times", times)?);
-        let codes = values("codes", codes, u16::from_ne_bytes)?;
-        let rto = values("rto", rto, f64::from_ne_bytes)?;
-        one_length(&[frames.len(), times.len(), codes.len(), rto.len()])?;
-        let run_codes = values("run_codes", run_codes, u16::from_ne_bytes)?;
-        let runs = [
-            i64s("run_keys", run_keys)?,
-            i64s("run_firsts", run_firsts)?,
-            i64s("run_first_frames", run_first_frames)?,
-            i64s("run_lasts", run_lasts)?,
-            i64s("run_counts", run_counts)?,
-        ];
-        let mut lens = vec![run_codes.len()];
-        lens.extend(runs.iter().map(Vec::len));
-        one_length(&lens)?;
-        let rows = Rows {
-            frames: &frames,
-            times: &times,
-            codes: &codes,
-            rto: &rto,
-        };
-        let runs = Runs {
-            codes: &run_codes,
-            keys: &runs[0],
-            firsts: &runs[1],
-            first_frames: &runs[2],
-            lasts: &runs[3],
-            counts: &runs[4],
-        };
+        let rows = RowCols::decode(frames, times, codes, Some(rto), None)?;
+        let runs = RunCols::decode(
+            run_codes,
+            &[
+                ("run_keys", run_keys),
+                ("run_firsts", run_firsts),
+                ("run_first_frames", run_first_frames),
+                ("run_lasts", run_lasts),
+                ("run_counts", run_counts),
+            ],
+        )?;
         self.reading()?
-            .second(&rows, &runs, actions)
+            .second(&rows.rows(), &runs.runs(), actions)
             .map_err(|e| PyValueError::new_err(e.to_string()))
     }
 

@@ -403,44 +403,25 @@ class _Direction:
 
     def result(self) -> LossAnalysis:
         """The second reading is over: the last run, the retransmissions after it."""
-        o = self.reading.finish()
+        found = self.reading.finish()
         info, d = self.info, self.d
         tcp = info.tcp if info else {}
         segments = (info.frames_c2s if d == "c2s" else info.frames_s2c) if info else 0
-        resent = int(o["resent_count"])
+        # (The engine names what it found as LossAnalysis' fields.)
+        for name in ("loss_runs", "reorder_runs"):
+            found[name] = [_dup_run(*r) for r in found[name]]
+        found["ack_unseen"] = [
+            Event(frame, time, reverse(d), "ack_lost_segment", detail)
+            for frame, time, detail in found["ack_unseen"]
+        ]
         return LossAnalysis(
             stream=self.stream,
             direction=d,
             rtt_ms=self.rtt,
             long_run_ms=self.long_ms,
-            downstream=bool(o["downstream"]),
-            loss_runs=[_dup_run(*r) for r in o["loss_runs"]],
-            loss_run_count=o["loss_run_count"],
-            reorder_runs=[_dup_run(*r) for r in o["reorder_runs"]],
-            reorder_run_count=o["reorder_run_count"],
-            resent_count=resent,
-            resent_frames=o["resent_frames"],
-            episode_resent_frames=o["episode_resent_frames"],
-            last_resent_time=o["last_resent_time"],
-            timeout_count=o["timeout_count"],
-            timeout_frames=o["timeout_frames"],
-            hole_count=o["hole_count"],
-            ack_unseen=[
-                Event(frame, time, reverse(d), "ack_lost_segment", detail)
-                for frame, time, detail in o["ack_unseen"]
-            ],
-            ack_unseen_count=o["ack_unseen_count"],
-            unseen_bytes=o["unseen_bytes"],
-            spurious=o["spurious"],
             dsack_blocks=int(tcp.get("dsack_blocks") or 0) if tcp else 0,
-            data_segments=max(segments, resent),
-            lost_segments=o["lost_segments"],
-            reordered_segments=o["reordered_segments"],
-            needless_retransmissions=o["needless_retransmissions"],
-            recovery_ns=o["recovery_ns"],
-            episodes=o["episodes"],
-            episode_count=o["episode_count"],
-            first_episode_segments=o["first_episode_segments"],
+            data_segments=max(segments, found["resent_count"]),
+            **found,
         )
 
 
