@@ -331,21 +331,30 @@ def test_the_engines_reading_refuses_bad_columns() -> None:
     def h(*v: int) -> bytes:
         return array("H", v).tobytes()
 
+    def rng(frames: bytes, times: bytes, codes: bytes, rto: bytes) -> tuple[bytes, ...]:
+        return (frames, times, codes, rto, *[b""] * 6)
+
+    nan = array("d", [float("nan")]).tobytes()
+    acts = bytes([0, 1])
     r = _core.LossReading(1, 1, 1, 1.0, b"", b"", 8192)
     with pytest.raises(ValueError, match="one length"):
-        r.first(q(1, 2), q(1), h(1), [None], b"", b"", b"", bytes([0, 1]))
+        r.first(rng(q(1, 2), q(1), h(1), nan), [None], acts)
     with pytest.raises(ValueError, match="one length"):
-        r.first(q(1), q(1), h(1), [], b"", b"", b"", bytes([0, 1]))
+        r.first(rng(q(1), q(1), h(1), nan), [], acts)
+    with pytest.raises(ValueError, match="one length"):
+        r.first((q(1), q(1), h(1), nan, h(4), q(1), *[b""] * 4), [None], acts)
     with pytest.raises(ValueError, match="whole number"):
-        r.first(q(1)[:5], q(1), h(1), [None], b"", b"", b"", bytes([0, 1]))
+        r.first(rng(q(1)[:5], q(1), h(1), nan), [None], acts)
+    with pytest.raises(ValueError, match="10 columns"):
+        r.first(rng(q(1), q(1), h(1), nan)[:9], [None], acts)
     with pytest.raises(ValueError, match="label code 3"):
-        r.first(q(1), q(1), h(3), [None], b"", b"", b"", bytes([0, 1]))
+        r.first(rng(q(1), q(1), h(3), nan), [None], acts)
     with pytest.raises(ValueError, match="one length"):
         _core.LossReading(1, 1, 1, 1.0, q(1, 2), q(1), 8192)
     # A retransmission selects the direction; the reading finishes once.
-    r.first(q(7), q(100), h(1), [None], b"", b"", b"", bytes([0, 1]))
+    r.first(rng(q(7), q(100), h(1), nan), [None], acts)
     assert r.selected and r.decide()
-    r.second(q(7), q(100), h(1), array("d", [float("nan")]).tobytes(), *[b""] * 6, bytes([0, 1]))
+    r.second(rng(q(7), q(100), h(1), nan), acts)
     found = r.finish()
     assert found["resent_count"] == 1 and found["resent_frames"] == [7]
     assert found["reordered_segments"] == 1 and found["needless_retransmissions"] == 1

@@ -153,7 +153,8 @@ class LossReading:
     (``nastriage.diagnosis.retrans``): ``first`` for each range of its events, ``decide``,
     ``second`` for each range, then ``finish`` once. Columns are the native bytes of the
     range's arrays (int64; label codes uint16; ``rto`` float64); ``actions`` one byte per
-    label code (ValueError for a code past them or columns of unequal length)."""
+    label code (ValueError for a code past them, a missing column or columns of unequal
+    length)."""
 
     def __init__(
         self,
@@ -167,31 +168,11 @@ class LossReading:
     ) -> None: ...
     @property
     def selected(self) -> bool: ...
-    def first(
-        self,
-        frames: bytes,
-        times: bytes,
-        codes: bytes,
-        details: list[str | None],
-        run_codes: bytes,
-        run_keys: bytes,
-        run_firsts: bytes,
-        actions: bytes,
-    ) -> None: ...
+    def first(self, range: tuple[bytes, ...], details: list[str | None], actions: bytes) -> None:
+        """The first reading of a range: ``range`` its columns' bytes (the rows' frames,
+        times, codes, rto; the runs' codes, acknowledged frames, first times, first
+        frames, last times, counts); ``details`` its rows' texts."""
     def decide(self) -> bool: ...
-    def second(
-        self,
-        frames: bytes,
-        times: bytes,
-        codes: bytes,
-        rto: bytes,
-        run_codes: bytes,
-        run_keys: bytes,
-        run_firsts: bytes,
-        run_first_frames: bytes,
-        run_lasts: bytes,
-        run_counts: bytes,
-        actions: bytes,
-    ) -> None: ...
+    def second(self, range: tuple[bytes, ...], actions: bytes) -> None: ...
     def finish(self) -> dict[str, Any]:
         """What was found, by the names of ``LossAnalysis``'s fields (runs as tuples)."""

@@ -272,30 +272,32 @@ fn partition(intervals: impl Iterator<Item = (i64, i64, u8)> + Clone) -> [i64; 3
 }
 
 /// The total length of the union of [start, end) intervals that come in
-/// order of their starts.
+/// order of their starts (any order among equal starts; saturating, for
+/// times read from a hand-made table).
 #[derive(Debug, Default)]
-struct Union {
+pub(crate) struct Union {
     cur: Option<(i64, i64)>,
     total: i64,
 }
 
 impl Union {
-    fn add(&mut self, s: i64, e: i64) {
+    pub(crate) fn add(&mut self, s: i64, e: i64) {
         if e <= s {
             return;
         }
         match self.cur {
             Some((cs, ce)) if s <= ce => self.cur = Some((cs, ce.max(e))),
             Some((cs, ce)) => {
-                self.total += ce - cs;
+                self.total = self.total.saturating_add(ce.saturating_sub(cs));
                 self.cur = Some((s, e));
             }
             None => self.cur = Some((s, e)),
         }
     }
 
-    fn total(&self) -> i64 {
-        self.total + self.cur.map_or(0, |(cs, ce)| ce - cs)
+    pub(crate) fn total(&self) -> i64 {
+        let cur = self.cur.map_or(0, |(cs, ce)| ce.saturating_sub(cs));
+        self.total.saturating_add(cur)
     }
 }
 

@@ -5,7 +5,7 @@
 
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
 use nastriage_engine::tcp::loss_reading::{KeptRun, Params, Reading, Rows, Runs, Spans};
 
@@ -39,36 +39,64 @@ fn one_length(lens: &[usize]) -> PyResult<()> {
     Ok(())
 }
 
-/// A range's rows decoded: frames, times, label codes and (for the second
-/// reading) each one's `rto`.
-struct RowCols {
+/// The names of a range's columns, in the order the tuple gives them
+/// (`retrans._columns`): the rows', then the duplicate-ACK runs'.
+const COLUMNS: [&str; 10] = [
+    "frames",
+    "times",
+    "codes",
+    "rto",
+    "run_codes",
+    "run_keys",
+    "run_firsts",
+    "run_first_frames",
+    "run_lasts",
+    "run_counts",
+];
+
+/// A range's columns decoded: the rows' frames, times, label codes and
+/// `rto`, and its runs' label codes and int64 columns.
+struct RangeCols {
     frames: Vec<i64>,
     times: Vec<i64>,
     codes: Vec<u16>,
     rto: Vec<f64>,
+    run_codes: Vec<u16>,
+    runs: [Vec<i64>; 5],
 }
 
-impl RowCols {
-    /// `also`: the length of another column of the rows (the details).
-    fn decode(
-        frames: &[u8],
-        times: &[u8],
-        codes: &[u8],
-        rto: Option<&[u8]>,
-        also: Option<usize>,
-    ) -> PyResult<Self> {
-        let c = RowCols {
-            frames: i64s("frames", frames)?,
-            times: i64s("times", times)?,
-            codes: values("codes", codes, u16::from_ne_bytes)?,
-            rto: match rto {
-                Some(b) => values("rto", b, f64::from_ne_bytes)?,
-                None => Vec::new(),
-            },
+impl RangeCols {
+    /// From the tuple of the columns' bytes ([`COLUMNS`]); `rows`: the
+    /// length of another column of the rows (the details), if any.
+    fn decode(t: &Bound<'_, PyTuple>, rows: Option<usize>) -> PyResult<Self> {
+        if t.len() != COLUMNS.len() {
+            return Err(PyValueError::new_err(format!(
+                "a range is {} columns ({}), not {}",
+                COLUMNS.len(),
+                COLUMNS.join(", "),
+                t.len()
+            )));
+        }
+        let cols = (0..COLUMNS.len())
+            .map(|i| Ok(t.get_item(i)?.cast_into::<PyBytes>()?))
+            .collect::<PyResult<Vec<_>>>()?;
+        let bytes = |i: usize| cols[i].as_bytes();
+        let mut c = RangeCols {
+            frames: i64s(COLUMNS[0], bytes(0))?,
+            times: i64s(COLUMNS[1], bytes(1))?,
+            codes: values(COLUMNS[2], bytes(2), u16::from_ne_bytes)?,
+            rto: values(COLUMNS[3], bytes(3), f64::from_ne_bytes)?,
+            run_codes: values(COLUMNS[4], bytes(4), u16::from_ne_bytes)?,
+            runs: Default::default(),
         };
-        let mut lens = vec![c.frames.len(), c.times.len(), c.codes.len()];
-        lens.extend(rto.map(|_| c.rto.len()));
-        lens.extend(also);
+        for (k, col) in c.runs.iter_mut().enumerate() {
+            *col = i64s(COLUMNS[5 + k], bytes(5 + k))?;
+        }
+        let mut lens = vec![c.frames.len(), c.times.len(), c.codes.len(), c.rto.len()];
+        lens.extend(rows);
+        one_length(&lens)?;
+        let mut lens = vec![c.run_codes.len()];
+        lens.extend(c.runs.iter().map(Vec::len));
         one_length(&lens)?;
         Ok(c)
     }
@@ -81,35 +109,11 @@ impl RowCols {
             rto: &self.rto,
         }
     }
-}
-
-/// A range's duplicate-ACK runs decoded: label codes and the int64 columns
-/// given (acknowledged frames, first times, then for the second reading
-/// first frames, last times and counts).
-struct RunCols {
-    codes: Vec<u16>,
-    cols: [Vec<i64>; 5],
-}
-
-impl RunCols {
-    fn decode(codes: &[u8], given: &[(&str, &[u8])]) -> PyResult<Self> {
-        let mut c = RunCols {
-            codes: values("run_codes", codes, u16::from_ne_bytes)?,
-            cols: Default::default(),
-        };
-        let mut lens = vec![c.codes.len()];
-        for (col, (name, bytes)) in c.cols.iter_mut().zip(given) {
-            *col = i64s(name, bytes)?;
-            lens.push(col.len());
-        }
-        one_length(&lens)?;
-        Ok(c)
-    }
 
     fn runs(&self) -> Runs<'_> {
-        let [keys, firsts, first_frames, lasts, counts] = &self.cols;
+        let [keys, firsts, first_frames, lasts, counts] = &self.runs;
         Runs {
-            codes: &self.codes,
+            codes: &self.run_codes,
             keys,
             firsts,
             first_frames,
@@ -172,26 +176,16 @@ impl LossReading {
         self.inner.as_ref().is_some_and(Reading::selected)
     }
 
-    /// The first reading of a range: its rows (`details`: their texts) and
-    /// the label codes, acknowledged frames and first times of its
-    /// duplicate-ACK runs; `actions`: one per label code.
-    #[allow(clippy::too_many_arguments)]
+    /// The first reading of a range: `range`, its columns' bytes
+    /// ([`COLUMNS`]); `details`: its rows' texts; `actions`: one per label
+    /// code.
     fn first(
         &mut self,
-        frames: &[u8],
-        times: &[u8],
-        codes: &[u8],
+        range: &Bound<'_, PyTuple>,
         details: &Bound<'_, PyList>,
-        run_codes: &[u8],
-        run_keys: &[u8],
-        run_firsts: &[u8],
         actions: &[u8],
     ) -> PyResult<()> {
-        let rows = RowCols::decode(frames, times, codes, None, Some(details.len()))?;
-        let runs = RunCols::decode(
-            run_codes,
-            &[("run_keys", run_keys), ("run_firsts", run_firsts)],
-        )?;
+        let c = RangeCols::decode(range, Some(details.len()))?;
         let detail = |i: usize| {
             details
                 .get_item(i)
@@ -199,7 +193,7 @@ impl LossReading {
                 .and_then(|d| d.extract::<Option<String>>().ok().flatten())
         };
         self.reading()?
-            .first(&rows.rows(), detail, &runs.runs(), actions)
+            .first(&c.rows(), detail, &c.runs(), actions)
             .map_err(|e| PyValueError::new_err(e.to_string()))
     }
 
@@ -208,36 +202,11 @@ impl LossReading {
         Ok(self.reading()?.decide())
     }
 
-    /// The second reading of a range: its rows (with each one's `rto` as
-    /// float64 bytes) and its runs whole.
-    #[allow(clippy::too_many_arguments)]
-    fn second(
-        &mut self,
-        frames: &[u8],
-        times: &[u8],
-        codes: &[u8],
-        rto: &[u8],
-        run_codes: &[u8],
-        run_keys: &[u8],
-        run_firsts: &[u8],
-        run_first_frames: &[u8],
-        run_lasts: &[u8],
-        run_counts: &[u8],
-        actions: &[u8],
-    ) -> PyResult<()> {
-        let rows = RowCols::decode(frames, times, codes, Some(rto), None)?;
-        let runs = RunCols::decode(
-            run_codes,
-            &[
-                ("run_keys", run_keys),
-                ("run_firsts", run_firsts),
-                ("run_first_frames", run_first_frames),
-                ("run_lasts", run_lasts),
-                ("run_counts", run_counts),
-            ],
-        )?;
+    /// The second reading of a range (as `first`).
+    fn second(&mut self, range: &Bound<'_, PyTuple>, actions: &[u8]) -> PyResult<()> {
+        let c = RangeCols::decode(range, None)?;
         self.reading()?
-            .second(&rows.rows(), &runs.runs(), actions)
+            .second(&c.rows(), &c.runs(), actions)
             .map_err(|e| PyValueError::new_err(e.to_string()))
     }
 

@@ -171,9 +171,6 @@ class Spans:
         i = bisect.bisect_right(self.starts, t)
         return i > 0 and self.reach[i - 1] >= t
 
-    def __bool__(self) -> bool:
-        return bool(self.starts)
-
 
 def _analyse(ctx: Context) -> dict[tuple[int, str], LossAnalysis]:
     """Two readings of the events (see :class:`_Direction`), over every connection at
@@ -366,17 +363,7 @@ class _Direction:
 
     def first(self, r: Range, actions: bytearray) -> None:
         """The first reading of a range: its rows, then its runs."""
-        codes, keys, firsts = r.run_cols[:3]
-        self.reading.first(
-            r.frames.tobytes(),
-            r.times.tobytes(),
-            r.codes.tobytes(),
-            r.details,
-            codes.tobytes(),
-            keys.tobytes(),
-            firsts.tobytes(),
-            bytes(actions),
-        )
+        self.reading.first(_columns(r), r.details, bytes(actions))
 
     def decide(self) -> bool:
         """The first reading is over: whether the capture is downstream of the losses
@@ -386,20 +373,7 @@ class _Direction:
 
     def second(self, r: Range, actions: bytearray) -> None:
         """A range's runs (each classified once all read), then its retransmissions."""
-        codes, keys, firsts, first_frames, lasts, counts = r.run_cols
-        self.reading.second(
-            r.frames.tobytes(),
-            r.times.tobytes(),
-            r.codes.tobytes(),
-            r.rto.tobytes(),
-            codes.tobytes(),
-            keys.tobytes(),
-            firsts.tobytes(),
-            first_frames.tobytes(),
-            lasts.tobytes(),
-            counts.tobytes(),
-            bytes(actions),
-        )
+        self.reading.second(_columns(r), bytes(actions))
 
     def result(self) -> LossAnalysis:
         """The second reading is over: the last run, the retransmissions after it."""
@@ -423,6 +397,12 @@ class _Direction:
             data_segments=max(segments, found["resent_count"]),
             **found,
         )
+
+
+def _columns(r: Range) -> tuple[bytes, ...]:
+    """A range's columns as the engine's reading takes them: the rows' frames, times,
+    label codes and rto, then the runs' six columns."""
+    return tuple(a.tobytes() for a in (r.frames, r.times, r.codes, r.rto, *r.run_cols))
 
 
 def _dup_run(

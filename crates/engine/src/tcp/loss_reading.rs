@@ -25,6 +25,7 @@
 use std::collections::VecDeque;
 
 use crate::spill::{Span, Spill};
+use crate::time_profile::Union;
 
 /// Runs, retransmissions, timeouts, capture drops and episodes kept for the
 /// findings (their frames and times); the rest are only counted.
@@ -121,7 +122,7 @@ impl Column {
         self.tail.push(v);
         self.n += 1;
         // (The last stays in memory: it may still change.)
-        while self.tail.len() > self.block {
+        if self.tail.len() > self.block {
             let bytes = self.tail[..self.block]
                 .iter()
                 .flat_map(|x| x.to_ne_bytes())
@@ -191,18 +192,19 @@ impl Cursor {
         self.i - from
     }
 
+    /// The value at the place, moving past it; None past the last one.
+    pub(crate) fn next(&mut self, c: &Column, spill: &Spill) -> Option<i64> {
+        let v = c.at(self.i, &mut self.cache, spill)?;
+        self.i += 1;
+        Some(v)
+    }
+
     /// Move past the next `k` values (fewer if the column ends); the
     /// largest of them and `start`.
     pub(crate) fn max_of_next(&mut self, c: &Column, k: usize, start: i64, spill: &Spill) -> i64 {
-        let mut m = start;
-        for _ in 0..k {
-            match c.at(self.i, &mut self.cache, spill) {
-                Some(v) => m = m.max(v),
-                None => break,
-            }
-            self.i += 1;
-        }
-        m
+        (0..k)
+            .map_while(|_| self.next(c, spill))
+            .fold(start, i64::max)
     }
 }
 
@@ -315,6 +317,25 @@ pub struct Runs<'a> {
     pub first_frames: &'a [i64],
     pub lasts: &'a [i64],
     pub counts: &'a [i64],
+}
+
+impl Runs<'_> {
+    /// Each run: label code and (acknowledged frame, first time, first
+    /// frame, last time, count); as many as the shortest column.
+    fn iter(&self) -> impl Iterator<Item = (u16, [i64; 5])> + '_ {
+        let cols = [
+            self.keys,
+            self.firsts,
+            self.first_frames,
+            self.lasts,
+            self.counts,
+        ];
+        let n = cols
+            .iter()
+            .map(|c| c.len())
+            .fold(self.codes.len(), usize::min);
+        (0..n).map(move |i| (self.codes[i], cols.map(|c| c[i])))
+    }
 }
 
 /// One data direction's reading (see the module's doc).
@@ -526,7 +547,7 @@ impl Reading {
                 );
             }
         }
-        for ((&code, &key), &first) in runs.codes.iter().zip(runs.keys).zip(runs.firsts) {
+        for (code, [key, first, ..]) in runs.iter() {
             if act(actions, code)? != action::DUP_ACK {
                 continue;
             }
@@ -562,28 +583,23 @@ impl Reading {
         runs: &Runs<'_>,
         actions: &[u8],
     ) -> Result<(), UnknownCode> {
-        for i in 0..runs.codes.len() {
-            if act(actions, runs.codes[i])? != action::DUP_ACK {
+        for (code, run) in runs.iter() {
+            if act(actions, code)? != action::DUP_ACK {
                 continue;
             }
-            let (key, first, first_frame, last, count) = (
-                runs.keys.get(i).copied().unwrap_or(0),
-                runs.firsts.get(i).copied().unwrap_or(0),
-                runs.first_frames.get(i).copied().unwrap_or(0),
-                runs.lasts.get(i).copied().unwrap_or(0),
-                runs.counts.get(i).copied().unwrap_or(0),
-            );
-            if let Some(run) = self.run.as_mut() {
-                if run[0] == key {
-                    run[3] = run[3].max(last);
-                    run[4] += count;
-                    continue;
+            let [key, _, _, last, count] = run;
+            match self.run.as_mut() {
+                // (It goes on from the range before.)
+                Some(r) if r[0] == key => {
+                    r[3] = r[3].max(last);
+                    r[4] += count;
+                }
+                _ => {
+                    if let Some(done) = self.run.replace(run) {
+                        self.classify(done);
+                    }
                 }
             }
-            if let Some(run) = self.run.take() {
-                self.classify(run);
-            }
-            self.run = Some([key, first, first_frame, last, count]);
         }
         for (((&frame, &time), &code), &rto) in rows
             .frames
@@ -791,45 +807,23 @@ impl Reading {
     fn recovery_ns(&mut self) -> i64 {
         self.timeouts.sort_unstable();
         let (mut starts, mut ends) = (Cursor::default(), Cursor::default());
+        let (ep_starts, ep_ends, spill) = (&self.ep_starts, &self.ep_ends, &self.spill);
+        let mut episodes = std::iter::from_fn(|| {
+            Some((starts.next(ep_starts, spill)?, ends.next(ep_ends, spill)?))
+        })
+        .peekable();
         let mut timeouts = self.timeouts.iter().copied().peekable();
-        let mut total: i64 = 0;
-        let mut cur: Option<(i64, i64)> = None;
-        loop {
-            let ep = starts
-                .first_at_least(&self.ep_starts, i64::MIN, &self.spill)
-                .zip(ends.first_at_least(&self.ep_ends, i64::MIN, &self.spill));
-            let (s, e) = match (ep, timeouts.peek()) {
-                (Some(ep), Some(&t)) if t.0 < ep.0 => {
-                    timeouts.next();
-                    t
-                }
-                (Some(ep), _) => {
-                    starts.i += 1;
-                    ends.i += 1;
-                    ep
-                }
-                (None, Some(&t)) => {
-                    timeouts.next();
-                    t
-                }
-                (None, None) => break,
-            };
-            if e <= s {
-                continue;
-            }
-            cur = match cur {
-                Some((cs, ce)) if s <= ce => Some((cs, ce.max(e))),
-                Some((cs, ce)) => {
-                    total = total.saturating_add(ce - cs);
-                    Some((s, e))
-                }
-                None => Some((s, e)),
-            };
+        // (An episode first among equal starts: the union is the same.)
+        let merged = std::iter::from_fn(|| match (episodes.peek(), timeouts.peek()) {
+            (Some(ep), Some(t)) if t.0 < ep.0 => timeouts.next(),
+            (Some(_), _) => episodes.next(),
+            (None, _) => timeouts.next(),
+        });
+        let mut union = Union::default();
+        for (s, e) in merged {
+            union.add(s, e);
         }
-        if let Some((cs, ce)) = cur {
-            total = total.saturating_add(ce - cs);
-        }
-        total
+        union.total()
     }
 }
 
@@ -891,13 +885,7 @@ mod tests {
                 assert_eq!(col.len(), want.len());
                 assert_eq!(col.last(), want.last().copied());
                 let mut all = Cursor::default();
-                let read: Vec<i64> = (0..want.len())
-                    .map(|_| {
-                        let v = all.first_at_least(&col, i64::MIN, &spill).unwrap();
-                        all.i += 1;
-                        v
-                    })
-                    .collect();
+                let read: Vec<i64> = std::iter::from_fn(|| all.next(&col, &spill)).collect();
                 assert_eq!(read, want, "block {block}");
                 assert_eq!(
                     finder.first_at_least(&col, want[want.len() - 1] + 1, &spill),

@@ -589,16 +589,9 @@ pub(crate) fn tcp_series(t: &TcpAnalysis, convs: &ConversationTable) -> RecordBa
     let mut window = Vec::with_capacity(n);
     let mut rtt = Vec::with_capacity(n);
     let mut tput = Vec::with_capacity(n);
-    let mut client_of = (u32::MAX, 0usize);
-    for (s, d, t0, b) in series.iter() {
-        if client_of.0 != s {
-            client_of = (
-                s,
-                convs.get(s).map_or(0, |c| c.client_direction().0 as usize),
-            );
-        }
+    for (s, d, name, t0, b) in series_rows(t, convs) {
         stream.push(s);
-        direction.push(dir_name(d, client_of.1).to_string());
+        direction.push(name.to_string());
         start.push(t0);
         bytes.push(b.bytes);
         segs.push(b.segments);
@@ -623,6 +616,24 @@ pub(crate) fn tcp_series(t: &TcpAnalysis, convs: &ConversationTable) -> RecordBa
     k.f64o("rtt_ms", rtt);
     k.f64("throughput_bps", tput);
     k.finish("tcp_series")
+}
+
+/// The `tcp_series` rows in table order (by stream, direction, time):
+/// stream, direction index and name ("c2s"/"s2c"), bin start, bin.
+fn series_rows<'a>(
+    t: &'a TcpAnalysis,
+    convs: &'a ConversationTable,
+) -> impl Iterator<Item = (u32, usize, &'static str, i64, &'a Bin)> + 'a {
+    let mut client_of = (u32::MAX, 0usize);
+    t.series().iter().map(move |(s, d, t0, b)| {
+        if client_of.0 != s {
+            client_of = (
+                s,
+                convs.get(s).map_or(0, |c| c.client_direction().0 as usize),
+            );
+        }
+        (s, d, dir_name(d, client_of.1), t0, b)
+    })
 }
 
 /// The receive window last offered to the sender of a bin (scaled), if any.
@@ -655,40 +666,31 @@ pub(crate) fn series_by_direction(
     t: &TcpAnalysis,
     convs: &ConversationTable,
 ) -> Vec<DirectionSeries> {
-    let series = t.series();
-    let iv = series.interval_ns();
+    let iv = t.series().interval_ns();
     let mut out: Vec<DirectionSeries> = Vec::new();
-    let mut client_of = (u32::MAX, 0usize);
-    for (s, d, _, b) in series.iter() {
+    for (s, d, direction, _, b) in series_rows(t, convs) {
         if b.bytes == 0 {
             continue;
         }
-        if client_of.0 != s {
-            client_of = (
-                s,
-                convs.get(s).map_or(0, |c| c.client_direction().0 as usize),
-            );
-        }
-        let direction = dir_name(d, client_of.1);
-        // (The table's rows come by stream, then direction: a key's rows
-        // are next to each other.)
-        let same = out
-            .last()
-            .is_some_and(|o| o.stream == s && o.direction == direction);
-        if !same {
-            out.push(DirectionSeries {
-                stream: s,
-                direction,
-                interval_ns: iv,
-                throughput_bps: Vec::new(),
-                receive_window: Vec::new(),
-            });
-        }
-        if let Some(o) = out.last_mut() {
-            o.throughput_bps.push(bin_throughput(b, iv));
-            o.receive_window
-                .push(bin_window(t, s, d, b).map_or(f64::NAN, |w| w as f64));
-        }
+        // (The rows come by stream, then direction: a key's rows are next
+        // to each other.)
+        let group = match out.last_mut() {
+            Some(o) if o.stream == s && o.direction == direction => o,
+            _ => {
+                out.push(DirectionSeries {
+                    stream: s,
+                    direction,
+                    interval_ns: iv,
+                    throughput_bps: Vec::new(),
+                    receive_window: Vec::new(),
+                });
+                out.last_mut().expect("just pushed")
+            }
+        };
+        group.throughput_bps.push(bin_throughput(b, iv));
+        group
+            .receive_window
+            .push(bin_window(t, s, d, b).map_or(f64::NAN, |w| w as f64));
     }
     out
 }
