@@ -171,6 +171,9 @@ class Spans:
         i = bisect.bisect_right(self.starts, t)
         return i > 0 and self.reach[i - 1] >= t
 
+    def __bool__(self) -> bool:
+        return bool(self.starts)
+
 
 def _analyse(ctx: Context) -> dict[tuple[int, str], LossAnalysis]:
     """Two readings of the events (see :class:`_Direction`), over every connection at
