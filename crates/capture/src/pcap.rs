@@ -109,6 +109,10 @@ impl PcapState {
     ) -> Result<Option<Record>, CaptureError> {
         let hdr_len = if self.modified { 24 } else { 16 };
         let offset = src.offset();
+        // Nearly every record lies whole in the buffer: read it there.
+        if let Some(rec) = self.buffered(src, hdr_len, offset) {
+            return Ok(Some(rec));
+        }
         let avail = match fetch(src, path, hdr_len, "packet record header", sink)? {
             Fetch::Ready(n) => n,
             Fetch::End => return Ok(None),
@@ -152,5 +156,42 @@ impl PcapState {
         };
         src.consume(hdr_len + caplen);
         Ok(Some(rec))
+    }
+
+    /// The next record if it lies whole in the buffer and its length is
+    /// plausible (else `next` reads on, and reports what is wrong): as
+    /// `next` would give it, without its checks for a record cut short.
+    #[inline]
+    fn buffered(&self, src: &mut Source, hdr_len: usize, offset: u64) -> Option<Record> {
+        let w = src.window();
+        let h: &[u8; 16] = w.get(..16)?.try_into().ok()?;
+        let word = |i: usize| {
+            let b = [h[i], h[i + 1], h[i + 2], h[i + 3]];
+            if self.big_endian {
+                u32::from_be_bytes(b)
+            } else {
+                u32::from_le_bytes(b)
+            }
+        };
+        let caplen = word(8) as usize;
+        if caplen > MAX_RECORD_LEN || w.len() < hdr_len + caplen {
+            return None;
+        }
+        let frac = if self.nanosecond {
+            word(4) as i64
+        } else {
+            word(4) as i64 * 1000
+        };
+        let rec = Record {
+            buf_index: src.pos() + hdr_len,
+            len: caplen,
+            ts_ns: word(0) as i64 * 1_000_000_000 + frac,
+            linktype: self.linktype,
+            interface: 0,
+            orig_len: word(12),
+            offset,
+        };
+        src.consume(hdr_len + caplen);
+        Some(rec)
     }
 }

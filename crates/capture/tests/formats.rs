@@ -56,6 +56,58 @@ fn pcap_le_be_usec_nsec() {
     }
 }
 
+/// A pcap record lying whole in the read buffer is read in place; one that
+/// does not (at a buffer's end, or fed a few bytes at a time) is read piece
+/// by piece. Both give the same packets, warnings and errors, in every
+/// pcap flavour, for records of every size, a record cut short and a
+/// corrupt length.
+#[test]
+fn pcap_records_in_place_and_piecewise_agree() {
+    let mut rng = XorShift(0x5EED_0F9C_A9B1);
+    for be in [false, true] {
+        for magic in [MAGIC_USEC, MAGIC_NSEC, MAGIC_MODIFIED] {
+            let mut b = PcapBuilder::new(be, magic, (2, 4), 262_144, linktype::ETHERNET);
+            for i in 0..300u32 {
+                let len = match i % 4 {
+                    0 => rng.below(64),
+                    1 => rng.below(1600),
+                    2 => 1514,
+                    _ => rng.below(9000),
+                };
+                let data = payload(i as u8, len);
+                let orig = len as u32 + (i % 3) * 100;
+                b.record(1_700_000_000 + i, rng.below(1_000_000) as u32, orig, &data);
+            }
+            let whole = b.out.clone();
+            // Cut inside the last record's data, and a corrupt length after
+            // the records.
+            let cut = whole[..whole.len() - 5].to_vec();
+            let mut corrupt = b;
+            corrupt.raw_record(9, 0, 0xFFFF_FFF0, 4, &[1, 2, 3, 4]);
+            for bytes in [whole, cut, corrupt.out] {
+                let in_place = read_bytes(&bytes);
+                assert!(in_place.packets.len() >= 299, "be={be} magic={magic:x}");
+                for chunk in [1, 7, 1500] {
+                    let piecewise = read_all(
+                        CaptureReader::from_reader(
+                            "mem",
+                            Box::new(Trickle::new(bytes.clone(), chunk)),
+                        )
+                        .unwrap(),
+                    );
+                    assert_eq!(piecewise.packets, in_place.packets, "chunk {chunk}");
+                    assert_eq!(piecewise.warnings, in_place.warnings, "chunk {chunk}");
+                    assert_eq!(
+                        piecewise.error.as_ref().map(|e| (e.offset, e.to_string())),
+                        in_place.error.as_ref().map(|e| (e.offset, e.to_string())),
+                        "chunk {chunk}"
+                    );
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn pcap_modified_format_both_byte_orders() {
     for be in [false, true] {

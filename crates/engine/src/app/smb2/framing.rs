@@ -14,6 +14,8 @@ use nastriage_proto::smb2_records::{
     SMB2_HEADER_LEN, SMB2_TREE_CONNECT, TRANSFORM_HEADER_LEN,
 };
 
+use smallvec::SmallVec;
+
 use crate::reassembly::{Chunk, HoleKind};
 
 /// Largest variable part (names) kept for a CREATE or TREE_CONNECT request.
@@ -67,7 +69,9 @@ pub(super) struct Pdu {
     pub len: u64,
     /// Every byte we needed was captured.
     pub complete: bool,
-    pub members: Vec<Member>,
+    /// Inline: nearly every frame carries one message, and a vector of its
+    /// own was an allocation per message (half of the SMB2 stage's).
+    pub members: SmallVec<[Member; 1]>,
     /// Members beyond [`MAX_MEMBERS`] or whose header was lost.
     pub lost_members: u32,
     /// A compounded member had an invalid header or offset.
@@ -81,6 +85,9 @@ pub(super) struct Pdu {
 
 /// What the framer reports besides frames.
 #[derive(Debug)]
+// (A frame inline: boxing it would be the allocation per message its
+// members are inline to avoid; events are drained a chunk at a time.)
+#[allow(clippy::large_enum_variant)]
 pub(super) enum Event {
     Pdu(Pdu),
     /// The framing was lost (header in a hole or invalid content).
@@ -340,7 +347,7 @@ fn empty_pdu(frame: u64, ts: i64) -> Pdu {
         last_ts: ts,
         len: 0,
         complete: true,
-        members: Vec::new(),
+        members: SmallVec::new(),
         lost_members: 0,
         malformed_chain: false,
         smb1_command: None,
