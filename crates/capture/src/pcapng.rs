@@ -13,6 +13,9 @@ use crate::MAX_RECORD_LEN;
 
 const SHB_TYPE: u32 = 0x0A0D_0D0A;
 const OPB_TYPE: u32 = 0x0000_0002;
+const EPB_TYPE: u32 = 0x0000_0006;
+/// An enhanced packet block's fixed fields with its two lengths.
+const EPB_LEN: usize = 32;
 const BYTE_ORDER_MAGIC: u32 = 0x1A2B_3C4D;
 
 struct Interface {
@@ -66,6 +69,10 @@ impl PcapNgState {
     ) -> Result<Option<Record>, CaptureError> {
         loop {
             let offset = src.offset();
+            // Nearly every block is a packet lying whole in the buffer.
+            if let Some(rec) = self.buffered_epb(src, offset) {
+                return Ok(Some(rec));
+            }
             match fetch(src, path, 12, "pcapng block header", sink)? {
                 Fetch::Ready(_) => {}
                 Fetch::End => {
@@ -244,6 +251,42 @@ impl PcapNgState {
                 return Ok(record);
             }
         }
+    }
+
+    /// The next block if it is an enhanced packet block without options,
+    /// whole in the buffer, valid and of a declared interface (anything
+    /// else is read by `next`, which parses every block and reports what is
+    /// wrong): the record `next` would give for it, without its parse.
+    #[inline]
+    fn buffered_epb(&self, src: &mut Source, offset: u64) -> Option<Record> {
+        let w = src.window();
+        if self.sections == 0 || w.len() < EPB_LEN || self.u32_at(w, 0) != EPB_TYPE {
+            return None;
+        }
+        let block_len = self.u32_at(w, 4) as usize;
+        let caplen = self.u32_at(w, 20) as usize;
+        // Exactly the header, the padded data and the trailing length: no
+        // options (their parse is `next`'s).
+        if block_len > MAX_RECORD_LEN
+            || block_len > w.len()
+            || block_len != EPB_LEN + caplen.next_multiple_of(4)
+            || self.u32_at(w, block_len - 4) as usize != block_len
+        {
+            return None;
+        }
+        let if_id = self.u32_at(w, 8);
+        let iface = self.interfaces.get(if_id as usize)?;
+        let rec = Record {
+            buf_index: src.pos() + 28,
+            len: caplen,
+            ts_ns: self.ts_ns(iface, self.u32_at(w, 12), self.u32_at(w, 16)),
+            linktype: iface.linktype,
+            interface: if_id,
+            orig_len: self.u32_at(w, 24),
+            offset,
+        };
+        src.consume(block_len);
+        Some(rec)
     }
 
     /// if_tsoffset in the section's byte order (pcap-parser 0.17 always

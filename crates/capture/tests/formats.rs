@@ -176,6 +176,94 @@ fn pcap_bad_headers() {
 
 // ------------------------------------------------------------------ pcapng
 
+/// As `pcap_records_in_place_and_piecewise_agree`, for pcapng: enhanced
+/// packet blocks without options are read in place, every other block (and
+/// any block not whole in the buffer) is parsed. Sections in both byte
+/// orders with two interfaces (one with its own resolution and offset),
+/// blocks with options, simple and obsolete packets and blocks to skip,
+/// then each way of going wrong: a cut, a wrong trailing length, an unknown
+/// interface, a captured length past the block, an option past the block.
+#[test]
+fn pcapng_blocks_in_place_and_piecewise_agree() {
+    let mut rng = XorShift(0x0DD_B10C_5EED);
+    let mut b = NgBuilder::new();
+    for (section, be) in [false, true, false].into_iter().enumerate() {
+        b.shb(be);
+        b.idb(1, 0, &[]);
+        b.idb(101, 4096, &[opt(9, &[0x86]), opt(14, &b.i64_bytes(-7))]);
+        for i in 0..150u32 {
+            let len = match i % 3 {
+                0 => rng.below(64),
+                1 => rng.below(1600),
+                _ => rng.below(5000),
+            };
+            let data = payload((i + section as u32) as u8, len);
+            let ts = 1_700_000_000_000_000 + u64::from(i) * 1_000_003;
+            match i % 10 {
+                7 => b.epb(i % 2, ts, len as u32, &data, &[opt(1, b"a comment")]),
+                8 => b.spb(len as u32 + 10, &data),
+                9 => {
+                    b.opb(1, ts, len as u32, &data);
+                    b.noise();
+                }
+                _ => b.epb(i % 2, ts, len as u32 + (i % 4), &data, &[]),
+            }
+        }
+    }
+    b.epb(0, 1_800_000_000_000_000, 100, &payload(1, 100), &[]);
+    let whole = b.out.clone();
+    let last = b.blocks[b.blocks.len() - 1];
+    let mut variants = vec![whole.clone(), whole[..whole.len() - 7].to_vec()];
+    // The last block (an EPB without options, little-endian) made wrong.
+    let at = last.0 as usize;
+    let mut trailing = whole.clone();
+    trailing[last.1 as usize - 4] ^= 4;
+    let mut iface = whole.clone();
+    iface[at + 8..at + 12].copy_from_slice(&9u32.to_le_bytes());
+    let mut caplen = whole.clone();
+    caplen[at + 20..at + 24].copy_from_slice(&100_000u32.to_le_bytes());
+    // An EPB whose option runs past the block (left to the parse, which
+    // tolerates it).
+    b.epb(
+        0,
+        1_800_000_000_000_001,
+        100,
+        &payload(2, 100),
+        &[opt(1, b"note")],
+    );
+    let opt_at = b.blocks[b.blocks.len() - 1].0 as usize + 28 + 100;
+    let mut options = b.out.clone();
+    options[opt_at + 2..opt_at + 4].copy_from_slice(&0xFFF0u16.to_le_bytes());
+    variants.extend([trailing, iface, caplen, options]);
+    for (v, bytes) in variants.iter().enumerate() {
+        let in_place = read_bytes(bytes);
+        assert!(
+            in_place.packets.len() >= 450,
+            "variant {v}: {:?}",
+            in_place.error
+        );
+        for chunk in [1, 5, 1500] {
+            let piecewise = read_all(
+                CaptureReader::from_reader("mem", Box::new(Trickle::new(bytes.clone(), chunk)))
+                    .unwrap(),
+            );
+            assert_eq!(
+                piecewise.packets, in_place.packets,
+                "variant {v} chunk {chunk}"
+            );
+            assert_eq!(
+                piecewise.warnings, in_place.warnings,
+                "variant {v} chunk {chunk}"
+            );
+            assert_eq!(
+                piecewise.error.as_ref().map(|e| (e.offset, e.to_string())),
+                in_place.error.as_ref().map(|e| (e.offset, e.to_string())),
+                "variant {v} chunk {chunk}"
+            );
+        }
+    }
+}
+
 #[test]
 fn pcapng_sections_interfaces_resolutions() {
     let mut b = NgBuilder::new();

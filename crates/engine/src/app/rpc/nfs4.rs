@@ -118,16 +118,19 @@ pub fn call(tx: &mut Transaction, rc: &mut ReplyCtx, args: &[u8], names: &NameMa
             if tx.file_handle.is_none() {
                 tx.file_handle = cur_fh.map(IdBytes::from_slice);
             }
-            tx.file_name = (match &o.args {
-                Nfs4OpArgs::Lookup { .. } | Nfs4OpArgs::Create { .. } => owned(&cur),
-                Nfs4OpArgs::Open { name: Some(_), .. } => owned(&cur),
-                Nfs4OpArgs::Remove { name } | Nfs4OpArgs::Link { name } => {
-                    join(before.as_deref(), name)
+            // (Made from the path in place: a `String` first would be a
+            // second allocation per request.)
+            tx.file_name = match &o.args {
+                Nfs4OpArgs::Lookup { .. } | Nfs4OpArgs::Create { .. } => {
+                    cur.as_deref().map(FileName::from)
                 }
-                Nfs4OpArgs::Rename { old, .. } => join(before.as_deref(), old),
-                _ => owned(&before),
-            })
-            .map(FileName::from);
+                Nfs4OpArgs::Open { name: Some(_), .. } => cur.as_deref().map(FileName::from),
+                Nfs4OpArgs::Remove { name } | Nfs4OpArgs::Link { name } => {
+                    join(before.as_deref(), name).map(FileName::from)
+                }
+                Nfs4OpArgs::Rename { old, .. } => join(before.as_deref(), old).map(FileName::from),
+                _ => before.as_deref().map(FileName::from),
+            };
             match &o.args {
                 Nfs4OpArgs::Read { offset, count, .. } => {
                     tx.offset = Some(*offset);
