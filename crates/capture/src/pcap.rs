@@ -118,16 +118,10 @@ impl PcapState {
             Fetch::End => return Ok(None),
         };
         debug_assert!(avail >= hdr_len);
-        let w = src.window();
-        let word = |i: usize| {
-            let b = [w[i], w[i + 1], w[i + 2], w[i + 3]];
-            if self.big_endian {
-                u32::from_be_bytes(b)
-            } else {
-                u32::from_le_bytes(b)
-            }
+        let Some(h) = header(src.window()) else {
+            return Ok(None); // (fetched: cannot happen)
         };
-        let caplen = word(8) as usize;
+        let caplen = self.word(h, 8) as usize;
         if caplen > MAX_RECORD_LEN {
             return Err(CaptureError::new(
                 path,
@@ -135,63 +129,57 @@ impl PcapState {
                 format!("packet record claims {caplen} captured bytes (corrupt record)"),
             ));
         }
-        let (ts_sec, ts_frac, origlen) = (word(0), word(4), word(12));
         match fetch(src, path, hdr_len + caplen, "packet record", sink)? {
             Fetch::Ready(_) => {}
             Fetch::End => return Ok(None),
         }
-        let frac = if self.nanosecond {
-            ts_frac as i64
-        } else {
-            ts_frac as i64 * 1000
-        };
-        let rec = Record {
-            buf_index: src.pos() + hdr_len,
-            len: caplen,
-            ts_ns: ts_sec as i64 * 1_000_000_000 + frac,
-            linktype: self.linktype,
-            interface: 0,
-            orig_len: origlen,
-            offset,
-        };
-        src.consume(hdr_len + caplen);
-        Ok(Some(rec))
+        // (Whole in the buffer now.)
+        Ok(self.buffered(src, hdr_len, offset))
     }
 
     /// The next record if it lies whole in the buffer and its length is
-    /// plausible (else `next` reads on, and reports what is wrong): as
-    /// `next` would give it, without its checks for a record cut short.
+    /// plausible (else `next` reads on, and reports what is wrong).
     #[inline]
     fn buffered(&self, src: &mut Source, hdr_len: usize, offset: u64) -> Option<Record> {
         let w = src.window();
-        let h: &[u8; 16] = w.get(..16)?.try_into().ok()?;
-        let word = |i: usize| {
-            let b = [h[i], h[i + 1], h[i + 2], h[i + 3]];
-            if self.big_endian {
-                u32::from_be_bytes(b)
-            } else {
-                u32::from_le_bytes(b)
-            }
-        };
-        let caplen = word(8) as usize;
+        let h = header(w)?;
+        let caplen = self.word(h, 8) as usize;
         if caplen > MAX_RECORD_LEN || w.len() < hdr_len + caplen {
             return None;
         }
         let frac = if self.nanosecond {
-            word(4) as i64
+            self.word(h, 4) as i64
         } else {
-            word(4) as i64 * 1000
+            self.word(h, 4) as i64 * 1000
         };
         let rec = Record {
             buf_index: src.pos() + hdr_len,
             len: caplen,
-            ts_ns: word(0) as i64 * 1_000_000_000 + frac,
+            ts_ns: self.word(h, 0) as i64 * 1_000_000_000 + frac,
             linktype: self.linktype,
             interface: 0,
-            orig_len: word(12),
+            orig_len: self.word(h, 12),
             offset,
         };
         src.consume(hdr_len + caplen);
         Some(rec)
     }
+
+    /// The word at `i` of a record header.
+    #[inline]
+    fn word(&self, h: &[u8; 16], i: usize) -> u32 {
+        let b = [h[i], h[i + 1], h[i + 2], h[i + 3]];
+        if self.big_endian {
+            u32::from_be_bytes(b)
+        } else {
+            u32::from_le_bytes(b)
+        }
+    }
+}
+
+/// The first 16 bytes of a record header (the words of every flavour), if
+/// there are as many.
+#[inline]
+fn header(w: &[u8]) -> Option<&[u8; 16]> {
+    w.get(..16)?.try_into().ok()
 }
