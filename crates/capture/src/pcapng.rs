@@ -269,6 +269,7 @@ impl PcapNgState {
         // options (their parse is `next`'s).
         if block_len > MAX_RECORD_LEN
             || block_len > w.len()
+            || caplen > block_len
             || block_len != EPB_LEN + caplen.next_multiple_of(4)
             || self.u32_at(w, block_len - 4) as usize != block_len
         {

@@ -33,12 +33,10 @@ pub struct TcpOptions {
     pub malformed: bool,
 }
 
-/// Walk the options as kind-length-value records. Not etherparse's option
-/// iterator: it stops at the first kind it does not know (MPTCP, TCP-MD5,
-/// TFO, ...), which would lose SACK blocks or timestamps placed after one.
+/// The options of a segment (see [`walk_options`]).
 fn parse_options(opts: &[u8]) -> TcpOptions {
     // What nearly every segment of an established Linux connection carries:
-    // two no-operations and the timestamps (what the walk below gives it).
+    // two no-operations and the timestamps (what the walk gives it).
     if let [1, 1, 8, 10, a0, a1, a2, a3, e0, e1, e2, e3] = *opts {
         return TcpOptions {
             timestamp: Some((
@@ -51,7 +49,9 @@ fn parse_options(opts: &[u8]) -> TcpOptions {
     walk_options(opts)
 }
 
-/// Every option in turn.
+/// Walk the options as kind-length-value records. Not etherparse's option
+/// iterator: it stops at the first kind it does not know (MPTCP, TCP-MD5,
+/// TFO, ...), which would lose SACK blocks or timestamps placed after one.
 fn walk_options(opts: &[u8]) -> TcpOptions {
     let mut o = TcpOptions::default();
     let be32 = |v: &[u8]| u32::from_be_bytes([v[0], v[1], v[2], v[3]]);
