@@ -7,6 +7,7 @@ use crate::transactions::TransactionLog;
 
 pub mod rpc;
 pub mod smb2;
+mod spares;
 
 /// Context handed to a stream parser with every chunk.
 pub struct Ctx<'a> {

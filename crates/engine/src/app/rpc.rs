@@ -105,16 +105,11 @@ struct Core {
     /// UDP: the (address, port) sending in direction 0 and 1.
     endpoints: Option<[(IpAddr, u16); 2]>,
     pending: PendingCalls,
-    /// Boxes of logged calls, for the next calls (see [`Core::recycle`]).
-    #[allow(clippy::vec_box)] // (the boxes are what is kept: the map holds boxes)
-    spare: Vec<Box<PendingCall>>,
+    /// Boxes of logged calls, for the next calls.
+    spare: super::spares::Spares<PendingCall>,
     answered: RecentlyAnswered,
     shared: SharedRef,
 }
-
-/// Emptied call boxes kept for reuse (calls are answered about as fast as
-/// they come, so a few suffice).
-const SPARE_CALLS: usize = 8;
 
 impl RpcParser {
     /// Parser of TCP connection `stream`.
@@ -126,7 +121,7 @@ impl RpcParser {
                 transport: "tcp",
                 endpoints: None,
                 pending: PendingCalls::default(),
-                spare: Vec::new(),
+                spare: Default::default(),
                 answered: RecentlyAnswered::default(),
                 shared,
             },
@@ -343,12 +338,12 @@ impl Core {
             if let Some(mut old) = self.pending.remove(&key) {
                 old.tx.note = Some("XID reused by another call before any reply".into());
                 ctx.log.push_from(&mut old.tx);
-                self.recycle(old);
+                self.spare.give(old);
             }
         }
         // Made in its box (its transaction is about 570 bytes), where it
         // stays until logged.
-        let mut call = self.spare.pop().unwrap_or_default();
+        let mut call = self.spare.take();
         let PendingCall { tx, ctx: rc, .. } = &mut *call;
         tx.protocol = progs::protocol(h.prog);
         tx.version = h.vers;
@@ -420,7 +415,7 @@ impl Core {
                 "evicted unanswered: more than {MAX_OUTSTANDING} outstanding calls"
             ));
             ctx.log.push_from(&mut old.tx);
-            self.recycle(old);
+            self.spare.give(old);
         }
     }
 
@@ -500,17 +495,7 @@ impl Core {
         tx.reply = Some(span);
         self.answered.insert((1 - dir, xid), span.last_frame);
         ctx.log.push_from(tx);
-        self.recycle(p);
-    }
-
-    /// Keep a logged call's box for a later call, emptied (what the log did
-    /// not take is dropped now): one allocated and freed per call was most
-    /// of the RPC stage's allocations.
-    fn recycle(&mut self, mut p: Box<PendingCall>) {
-        if self.spare.len() < SPARE_CALLS {
-            *p = PendingCall::default();
-            self.spare.push(p);
-        }
+        self.spare.give(p);
     }
 
     fn finish(&mut self, ctx: &mut Ctx<'_>) {

@@ -158,10 +158,8 @@ pub struct Smb2Parser {
     /// room for eleven; most connections have a few outstanding (see
     /// `PendingCalls` of RPC).
     pending: BTreeMap<u64, Box<Pending>>,
-    /// Boxes of answered requests, for the next requests: one allocated
-    /// and freed per request was a third of the SMB2 stage's allocations.
-    #[allow(clippy::vec_box)] // (the boxes are what is kept: the map holds boxes)
-    spare: Vec<Box<Pending>>,
+    /// Boxes of logged requests, for the next requests.
+    spare: super::spares::Spares<Pending>,
     /// Responses whose request has not been seen (yet).
     early: BTreeMap<u64, (u8, Member, PduSpan, FrameFlags)>,
     files: Bounded<[u8; 16], FileName>,
@@ -180,9 +178,6 @@ pub struct Smb2Parser {
 }
 
 const FID_NONE: [u8; 16] = [0xff; 16];
-/// Emptied request boxes kept for reuse (requests are answered about as
-/// fast as they come, so a few suffice).
-const SPARE_PENDING: usize = 8;
 const SMB1_NEGOTIATE: u8 = 0x72;
 
 fn session_bytes(id: u64) -> IdBytes {
@@ -213,7 +208,7 @@ impl Smb2Parser {
             framers: [Framer::default(), Framer::default()],
             events: Vec::new(),
             pending: BTreeMap::new(),
-            spare: Vec::new(),
+            spare: Default::default(),
             early: BTreeMap::new(),
             files: Bounded::new(MAX_FILES),
             trees: Bounded::new(MAX_TREES),
@@ -321,7 +316,7 @@ impl Smb2Parser {
         let (version, minor_version) = self.version();
         // Made in its box (its transaction is about 570 bytes), where it
         // stays until logged.
-        let mut pend = self.spare.pop().unwrap_or_default();
+        let mut pend = self.spare.take();
         let tx = &mut pend.tx;
         tx.protocol = "smb2";
         tx.version = version;
@@ -404,14 +399,14 @@ impl Smb2Parser {
             // CANCEL has no response (the cancelled request gets one).
             pend.tx.note = Some("CANCEL has no response".into());
             ctx.log.push_from(&mut pend.tx);
-            self.recycle(pend);
+            self.spare.give(pend);
             return;
         }
         let id = h.message_id;
         if let Some(p) = self.pending.get_mut(&id) {
             // The same MessageId again before its response.
             p.tx.retransmissions += 1;
-            self.recycle(pend);
+            self.spare.give(pend);
             return;
         }
         // A response delivered before its request (out-of-order data).
@@ -433,7 +428,7 @@ impl Smb2Parser {
                 ctx.log.smb2_evicted_requests += 1;
                 old.tx.note = Some("evicted: too many outstanding requests".into());
                 ctx.log.push_from(&mut old.tx);
-                self.recycle(old);
+                self.spare.give(old);
             }
         }
         self.pending.insert(id, pend);
@@ -559,16 +554,7 @@ impl Smb2Parser {
             tx.file_handle = chain_fid.map(|f| IdBytes::from_slice(&f));
         }
         ctx.log.push_from(tx);
-        self.recycle(p);
-    }
-
-    /// Keep a logged request's box for a later request, emptied (what the
-    /// log did not take is dropped now).
-    fn recycle(&mut self, mut p: Box<Pending>) {
-        if self.spare.len() < SPARE_PENDING {
-            *p = Pending::default();
-            self.spare.push(p);
-        }
+        self.spare.give(p);
     }
 
     fn warn(&self, ctx: &mut Ctx<'_>) {
