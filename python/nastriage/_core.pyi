@@ -156,6 +156,14 @@ class LossReading:
     label code (ValueError for a code past them, a missing column or columns of unequal
     length)."""
 
+    # What a reading does with an event (``actions``: one per label code).
+    SKIP: int
+    RESENT: int
+    SPURIOUS: int
+    HOLE: int
+    DUP_ACK: int
+    UNSEEN: int
+
     def __init__(
         self,
         long_ns: int,

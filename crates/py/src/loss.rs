@@ -7,7 +7,7 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
-use nastriage_engine::tcp::loss_reading::{KeptRun, Params, Reading, Rows, Runs, Spans};
+use nastriage_engine::tcp::loss_reading::{action, KeptRun, Params, Reading, Rows, Runs, Spans};
 
 /// Native-endian values of `N` bytes each from a column's bytes.
 fn values<T, const N: usize>(
@@ -140,6 +140,21 @@ impl LossReading {
 
 #[pymethods]
 impl LossReading {
+    // What the reading does with an event (`actions`: one per label code),
+    // the engine's numbering, so that the diagnosis has no second one.
+    #[classattr]
+    const SKIP: u8 = action::SKIP;
+    #[classattr]
+    const RESENT: u8 = action::RESENT;
+    #[classattr]
+    const SPURIOUS: u8 = action::SPURIOUS;
+    #[classattr]
+    const HOLE: u8 = action::HOLE;
+    #[classattr]
+    const DUP_ACK: u8 = action::DUP_ACK;
+    #[classattr]
+    const UNSEEN: u8 = action::UNSEEN;
+
     /// `zw_starts`/`zw_reach`: the zero-window spans (`retrans.Spans`'s
     /// columns as int64 bytes; empty: none); `block`: values per spilled
     /// block.

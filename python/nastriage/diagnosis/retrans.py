@@ -40,6 +40,7 @@ from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+from nastriage._core import LossReading
 from nastriage.diagnosis.context import Context, Event, reverse
 from nastriage.diagnosis.events import EventsByStream, Range
 
@@ -331,8 +332,6 @@ class _Direction:
     __slots__ = ("d", "info", "long_ms", "reading", "rtt", "stream")
 
     def __init__(self, ctx: Context, stream: int, d: str) -> None:
-        from nastriage import _core
-
         th = ctx.th
         self.stream, self.d = stream, d
         self.info = ctx.streams.get(stream)
@@ -345,7 +344,7 @@ class _Direction:
         # Times around zero-window episodes are left out (their events belong to the
         # receiver stall).
         zw = _zero_window_spans(ctx, stream, int(th.timeout_min_s * 1e9))
-        self.reading = _core.LossReading(
+        self.reading = LossReading(
             int(self.long_ms * 1e6),
             # A loss episode lasts a round trip past its last sign.
             int((rtt or self.long_ms) * 1e6),
@@ -424,9 +423,16 @@ def _dup_run(
     return run
 
 
-#: What :class:`_Direction` does with an event, by its label (see :func:`_action`;
-#: numbered as the engine's ``tcp::loss_reading::action``).
-_SKIP, _RESENT, _SPURIOUS, _HOLE, _DUP_ACK, _UNSEEN = range(6)
+#: What :class:`_Direction` does with an event, by its label (see :func:`_action`):
+#: the engine's numbering (``tcp::loss_reading::action``).
+_SKIP, _RESENT, _SPURIOUS, _HOLE, _DUP_ACK, _UNSEEN = (
+    LossReading.SKIP,
+    LossReading.RESENT,
+    LossReading.SPURIOUS,
+    LossReading.HOLE,
+    LossReading.DUP_ACK,
+    LossReading.UNSEEN,
+)
 
 
 def _action(label: tuple[str, str], d: str, rd: str) -> int:
