@@ -592,7 +592,7 @@ impl Reading {
                 // (It goes on from the range before.)
                 Some(r) if r[0] == key => {
                     r[3] = r[3].max(last);
-                    r[4] += count;
+                    r[4] = r[4].saturating_add(count);
                 }
                 _ => {
                     if let Some(done) = self.run.replace(run) {
