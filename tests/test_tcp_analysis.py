@@ -409,6 +409,37 @@ def test_json_tcp_objects(scenario: Any) -> None:
     assert by_port[803]["tcp_flags"]["zero_window_probe"] >= 2
 
 
+def test_json_conversations_made_in_batches_are_the_rows_objects(
+    scenario: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The writer makes the conversations a batch of rows at a time from columns; each is
+    what the one-row functions make of its row (with its tcp_connections row and flags),
+    however the rows fall into batches."""
+    from nastriage.capture import read_rows
+
+    monkeypatch.setattr(json_out, "_BATCH_ROWS", 2)
+    for name in ("tcp-pathologies", "tcp-capture-points", "tcp-midstream"):
+        cap = _open(scenario(name))
+        written = list(json_out._conversations(cap))
+        flags = json_out.tcp_flag_counts(cap)
+        tcp = read_rows(cap.plain_table("tcp_connections"))
+        rows = read_rows(cap.plain_table("conversations"))
+        assert len(written) == len(rows) > 0
+        for i, row in enumerate(rows):
+            row["_tcp"] = tcp[i] if i < len(tcp) else None
+            row["_tcp_flags"] = flags.get(int(row["stream"]))
+            assert written[i] == json_out.conversation_object(row), name
+
+
+def test_json_column_conversions_are_the_value_conversions() -> None:
+    floats = [0, 3, -(2**70), 1.5, -0.0, 7.0, float("nan"), float("inf"), -float("inf"), None, True]
+    assert repr(json_out._nums(floats)) == repr([json_out._num(v) for v in floats])
+    ints = [0, 3, -(2**70), 1.5, 7.0, None, True]
+    assert repr(json_out._ints(ints)) == repr([json_out._int(v) for v in ints])
+    counts = [0, 5, 2**70, True, 3.0]
+    assert repr(json_out._counts(counts)) == repr([int(v) for v in counts])
+
+
 # -- real captures -----------------------------------------------------------------------------
 
 

@@ -17,7 +17,6 @@ order is stable.
 from __future__ import annotations
 
 import codecs
-import functools
 import json
 import math
 from collections.abc import Iterable, Iterator
@@ -71,18 +70,6 @@ def _num(value: Any) -> float | None:
     return f if math.isfinite(f) else None
 
 
-@functools.cache
-def _pair(prefix: str, a: str, b: str) -> tuple[str, str]:
-    """Column names by prefix and suffixes, made once (a capture can have tens of thousands
-    of connections, each row read through a dozen of them)."""
-    return f"{prefix}_{a}", f"{prefix}_{b}"
-
-
-def _directions(row: Row, prefix: str, convert: Callable[[Any], Any] = _int) -> dict[str, Any]:
-    c2s, s2c = _pair(prefix, "c2s", "s2c")
-    return {"client_to_server": convert(row[c2s]), "server_to_client": convert(row[s2c])}
-
-
 #: Wireshark's TCP analysis flags (``tcp.analysis.<name>``), in the engine's order.
 TCP_FLAGS: tuple[str, ...] = (
     "retransmission",
@@ -123,101 +110,215 @@ def _flag_counts(counts: dict[str, int] | None) -> dict[str, int]:
     return out
 
 
-def _sides(row: Row, prefix: str, convert: Callable[[Any], Any] = _int) -> dict[str, Any]:
-    client, server = _pair(prefix, "client", "server")
-    return {"client": convert(row[client]), "server": convert(row[server])}
+def _ints(values: list[Any]) -> list[Any]:
+    """:func:`_int` over a column (a comprehension: per value, function calls were much of
+    the writer's time on thousands of connections)."""
+    return [v if v.__class__ is int else _int(v) for v in values]
+
+
+def _nums(values: list[Any]) -> list[Any]:
+    """:func:`_num` over a column."""
+    return [v if v.__class__ is float and v - v == 0.0 else _num(v) for v in values]
+
+
+def _counts(values: list[Any]) -> list[int]:
+    """``int`` over a column without nulls."""
+    return [v if v.__class__ is int else int(v) for v in values]
+
+
+Columns = dict[str, list[Any]]
+
+#: The ``tcp_connections`` columns a ``tcp`` object reads, converted by (kind, name):
+#: ``n`` :func:`_nums`, ``i`` :func:`_ints`, ``c`` :func:`_counts`, ``-`` as they are.
+_TCP_READ: tuple[tuple[str, str], ...] = (
+    ("n", "rtt_handshake_client_ms"),
+    ("n", "rtt_handshake_server_ms"),
+    ("n", "rtt_handshake_ms"),
+    ("n", "rtt_min_ms"),
+    ("n", "rtt_median_ms"),
+    ("n", "rtt_p95_ms"),
+    ("-", "rtt_complete"),
+    ("c", "rtt_samples"),
+    ("n", "rtt_client_side_ms"),
+    ("n", "rtt_server_side_ms"),
+    ("i", "mss_client"),
+    ("i", "mss_server"),
+    ("i", "window_scale_client"),
+    ("i", "window_scale_server"),
+    ("-", "window_scale_inferred"),
+    ("c", "zero_window_episodes"),
+    ("n", "zero_window_s"),
+    ("n", "stalled_fraction"),
+    *(("c", c) for _, to_server, to_client in _RETRANS_COLUMNS for c in (to_server, to_client)),
+    ("c", "lost_before_capture"),
+    ("c", "lost_after_capture"),
+    ("c", "lost_unknown_place"),
+    ("n", "timeout_stall_max_ms"),
+    ("-", "capture_point"),
+    ("-", "capture_point_reason"),
+    *(("n", column) for suffix in ("c2s", "s2c") for _, column in _LIMIT_COLUMNS[suffix]),
+    ("-", "cc_hint"),
+    ("n", "cc_confidence"),
+    ("-", "cc_direction"),
+    ("-", "cc_reasoning"),
+    ("n", "ack_ratio_c2s"),
+    ("n", "ack_ratio_s2c"),
+    ("n", "delayed_ack_ms_c2s"),
+    ("n", "delayed_ack_ms_s2c"),
+    ("i", "max_in_flight_c2s"),
+    ("i", "max_in_flight_s2c"),
+    ("-", "tso_seen"),
+    ("c", "idle_periods"),
+    ("n", "idle_s"),
+)
+#: The ``tcp_connections`` columns a ``tcp`` object reads.
+TCP_COLUMNS: tuple[str, ...] = ("stream", *(name for _, name in _TCP_READ))
+#: Where the retransmission counts start in a row of :data:`_TCP_READ`.
+_FIRST_RETRANS = [name for _, name in _TCP_READ].index(_RETRANS_COLUMNS[0][1])
+_CONVERT: dict[str, Callable[[list[Any]], list[Any]]] = {
+    "n": _nums,
+    "i": _ints,
+    "c": _counts,
+    "-": list,
+}
+
+
+def _limitation(values: tuple[Any, ...]) -> dict[str, Any] | None:
+    return None if all(v is None for v in values) else dict(zip(LIMIT_BUCKETS, values))
+
+
+def tcp_objects(t: Columns) -> list[dict[str, Any]]:
+    """``tcp_connections`` rows, as columns (:data:`TCP_COLUMNS`), -> the conversations'
+    ``tcp`` objects. The values are converted a column at a time; each object is then made
+    whole, so that its parts lie together in memory for the encoder."""
+    out: list[dict[str, Any]] = []
+    columns = [_CONVERT[kind](t[name]) for kind, name in _TCP_READ]
+    nr = len(RETRANS_CLASSES)
+    nl = len(LIMIT_BUCKETS)
+    for v in zip(*columns):
+        # (The names unpacked are _TCP_READ's, in its order: a column added or removed
+        # there without its name here fails the last unpacking.)
+        (hs_client, hs_server, hs_total, rtt_min, rtt_median, rtt_p95, rtt_complete,
+         rtt_samples, side_client, side_server, mss_client, mss_server, ws_client, ws_server,
+         ws_inferred, zw_episodes, zw_s, stalled) = v[:_FIRST_RETRANS]  # fmt: skip
+        at = _FIRST_RETRANS
+        c2s = dict(zip(RETRANS_CLASSES, v[at : at + 2 * nr : 2]))
+        s2c = dict(zip(RETRANS_CLASSES, v[at + 1 : at + 2 * nr : 2]))
+        retransmissions: dict[str, Any] = {name: c2s[name] + s2c[name] for name in RETRANS_CLASSES}
+        at += 2 * nr
+        (lost_before, lost_after, lost_unknown, stall_max, capture_point, capture_point_reason
+         ) = v[at : at + 6]  # fmt: skip
+        at += 6
+        limit_c2s = _limitation(v[at : at + nl])
+        limit_s2c = _limitation(v[at + nl : at + 2 * nl])
+        at += 2 * nl
+        (cc_hint, cc_confidence, cc_direction, cc_reasoning, ack_c2s, ack_s2c, delayed_c2s,
+         delayed_s2c, flight_c2s, flight_s2c, tso_seen, idle_periods, idle_s) = v[at:]  # fmt: skip
+        retransmissions["lost_before_capture"] = lost_before
+        retransmissions["lost_after_capture"] = lost_after
+        retransmissions["lost_unknown_place"] = lost_unknown
+        retransmissions["timeout_stall_max_ms"] = stall_max
+        retransmissions["by_direction"] = {"client_to_server": c2s, "server_to_client": s2c}
+        out.append({
+            "rtt_handshake_ms": {
+                "client_side": hs_client, "server_side": hs_server, "total": hs_total,
+            },
+            "rtt_min_ms": rtt_min,
+            "rtt_median_ms": rtt_median,
+            "rtt_p95_ms": rtt_p95,
+            "rtt_complete": bool(rtt_complete),
+            "rtt_samples": rtt_samples,
+            "rtt_side_median_ms": {"client_side": side_client, "server_side": side_server},
+            "mss": {"client": mss_client, "server": mss_server},
+            "window_scale": {
+                "client": ws_client, "server": ws_server, "inferred": bool(ws_inferred),
+            },
+            "zero_window_episodes": zw_episodes,
+            "zero_window_s": zw_s,
+            "stalled_fraction": stalled,
+            "retransmissions": retransmissions,
+            "capture_point": capture_point,
+            "capture_point_reason": capture_point_reason,
+            "limitation": {"client_to_server": limit_c2s, "server_to_client": limit_s2c},
+            "cc_hint": cc_hint,
+            "cc_confidence": cc_confidence,
+            "cc_direction": "client_to_server" if cc_direction == "c2s" else "server_to_client",
+            "cc_reasoning": cc_reasoning,
+            "ack_ratio": {"client_to_server": ack_c2s, "server_to_client": ack_s2c},
+            "delayed_ack_ms": {"client_to_server": delayed_c2s, "server_to_client": delayed_s2c},
+            "max_in_flight": {"client_to_server": flight_c2s, "server_to_client": flight_s2c},
+            "tso_seen": bool(tso_seen),
+            "idle": {"periods": idle_periods, "seconds": idle_s},
+        })  # fmt: skip
+    return out
 
 
 def tcp_object(t: Row) -> dict[str, Any]:
     """One ``tcp_connections`` row -> the conversation's ``tcp`` object."""
+    return tcp_objects({name: [t[name]] for name in TCP_COLUMNS})[0]
 
-    def limitation(suffix: str) -> dict[str, float | None] | None:
-        values = {b: _num(t[column]) for b, column in _LIMIT_COLUMNS[suffix]}
-        return None if all(v is None for v in values.values()) else values
 
-    c2s: dict[str, int] = {}
-    s2c: dict[str, int] = {}
-    retransmissions: dict[str, Any] = {}
-    for name, to_server, to_client in _RETRANS_COLUMNS:
-        a, b = int(t[to_server]), int(t[to_client])
-        c2s[name], s2c[name] = a, b
-        retransmissions[name] = a + b
-    retransmissions.update(
-        {
-            "lost_before_capture": int(t["lost_before_capture"]),
-            "lost_after_capture": int(t["lost_after_capture"]),
-            "lost_unknown_place": int(t["lost_unknown_place"]),
-            "timeout_stall_max_ms": _num(t["timeout_stall_max_ms"]),
-            "by_direction": {"client_to_server": c2s, "server_to_client": s2c},
-        }
-    )
-    cc_dir = "client_to_server" if t["cc_direction"] == "c2s" else "server_to_client"
-    return {
-        "rtt_handshake_ms": {
-            "client_side": _num(t["rtt_handshake_client_ms"]),
-            "server_side": _num(t["rtt_handshake_server_ms"]),
-            "total": _num(t["rtt_handshake_ms"]),
-        },
-        "rtt_min_ms": _num(t["rtt_min_ms"]),
-        "rtt_median_ms": _num(t["rtt_median_ms"]),
-        "rtt_p95_ms": _num(t["rtt_p95_ms"]),
-        "rtt_complete": bool(t["rtt_complete"]),
-        "rtt_samples": int(t["rtt_samples"]),
-        "rtt_side_median_ms": {
-            "client_side": _num(t["rtt_client_side_ms"]),
-            "server_side": _num(t["rtt_server_side_ms"]),
-        },
-        "mss": _sides(t, "mss"),
-        "window_scale": {**_sides(t, "window_scale"), "inferred": bool(t["window_scale_inferred"])},
-        "zero_window_episodes": int(t["zero_window_episodes"]),
-        "zero_window_s": _num(t["zero_window_s"]),
-        "stalled_fraction": _num(t["stalled_fraction"]),
-        "retransmissions": retransmissions,
-        "capture_point": t["capture_point"],
-        "capture_point_reason": t["capture_point_reason"],
-        "limitation": {
-            "client_to_server": limitation("c2s"),
-            "server_to_client": limitation("s2c"),
-        },
-        "cc_hint": t["cc_hint"],
-        "cc_confidence": _num(t["cc_confidence"]),
-        "cc_direction": cc_dir,
-        "cc_reasoning": t["cc_reasoning"],
-        "ack_ratio": _directions(t, "ack_ratio", _num),
-        "delayed_ack_ms": _directions(t, "delayed_ack_ms", _num),
-        "max_in_flight": _directions(t, "max_in_flight"),
-        "tso_seen": bool(t["tso_seen"]),
-        "idle": {"periods": int(t["idle_periods"]), "seconds": _num(t["idle_s"])},
-    }
+#: The ``conversations`` columns a conversation object reads.
+CONVERSATION_COLUMNS: tuple[str, ...] = (
+    "stream", "ip_version", "client_ip", "client_port", "server_ip", "server_port",
+    "client_rule", "first_frame", "last_frame", "start", "duration_s", "frames_c2s",
+    "frames_s2c", "bytes_c2s", "bytes_s2c", "payload_bytes_c2s", "payload_bytes_s2c",
+    "throughput_c2s_bps", "throughput_s2c_bps", "syn", "fin", "rst",
+)  # fmt: skip
+
+
+def conversation_objects(
+    c: Columns, tcp: list[dict[str, Any] | None], flags: list[dict[str, int] | None]
+) -> list[dict[str, Any]]:
+    """``conversations`` rows, as columns (:data:`CONVERSATION_COLUMNS`; timestamps as int
+    ns), with each row's ``tcp`` object (:func:`tcp_objects`; None if it has none) and its
+    frames per Wireshark flag -> their JSON objects, each made whole (see
+    :func:`tcp_objects`)."""
+    out: list[dict[str, Any]] = []
+    for (stream, ip_version, client_ip, client_port, server_ip, server_port, client_rule,
+         first_frame, last_frame, start, duration, frames_c2s, frames_s2c, bytes_c2s,
+         bytes_s2c, payload_c2s, payload_s2c, rate_c2s, rate_s2c, syn, fin, rst, tcp_obj,
+         flag_counts) in zip(
+        _ints(c["stream"]), _ints(c["ip_version"]), c["client_ip"], _ints(c["client_port"]),
+        c["server_ip"], _ints(c["server_port"]), c["client_rule"], _ints(c["first_frame"]),
+        _ints(c["last_frame"]), c["start"], _nums(c["duration_s"]), _ints(c["frames_c2s"]),
+        _ints(c["frames_s2c"]), _ints(c["bytes_c2s"]), _ints(c["bytes_s2c"]),
+        _ints(c["payload_bytes_c2s"]), _ints(c["payload_bytes_s2c"]),
+        _nums(c["throughput_c2s_bps"]), _nums(c["throughput_s2c_bps"]), c["syn"], c["fin"],
+        c["rst"], tcp, flags,
+    ):  # fmt: skip
+        out.append({
+            "stream": stream,
+            "ip_version": ip_version,
+            "client": {"ip": client_ip, "port": client_port},
+            "server": {"ip": server_ip, "port": server_port},
+            "client_rule": client_rule,
+            "first_frame": first_frame,
+            "last_frame": last_frame,
+            "start": rfc3339_ns(start),
+            "duration_s": duration,
+            "frames": {"client_to_server": frames_c2s, "server_to_client": frames_s2c},
+            "bytes": {"client_to_server": bytes_c2s, "server_to_client": bytes_s2c},
+            "payload_bytes": {"client_to_server": payload_c2s, "server_to_client": payload_s2c},
+            "throughput_bps": {"client_to_server": rate_c2s, "server_to_client": rate_s2c},
+            "flags": {"syn": bool(syn), "fin": bool(fin), "rst": bool(rst)},
+            "tcp": tcp_obj,
+            "tcp_flags": _flag_counts(flag_counts),
+        })  # fmt: skip
+    return out
 
 
 def conversation_object(row: Row) -> dict[str, Any]:
     """One ``conversations`` row (timestamps as int ns) -> its JSON object.
 
     The row may carry ``_tcp`` (its ``tcp_connections`` row) and ``_tcp_flags`` (frames per
-    Wireshark flag): see ``_conversation_rows``."""
+    Wireshark flag)."""
     tcp = row.get("_tcp")
-    return {
-        "stream": _int(row["stream"]),
-        "ip_version": _int(row["ip_version"]),
-        "client": {"ip": row["client_ip"], "port": _int(row["client_port"])},
-        "server": {"ip": row["server_ip"], "port": _int(row["server_port"])},
-        "client_rule": row["client_rule"],
-        "first_frame": _int(row["first_frame"]),
-        "last_frame": _int(row["last_frame"]),
-        "start": rfc3339_ns(row["start"]),
-        "duration_s": _num(row["duration_s"]),
-        "frames": _directions(row, "frames"),
-        "bytes": _directions(row, "bytes"),
-        "payload_bytes": _directions(row, "payload_bytes"),
-        "throughput_bps": {
-            "client_to_server": _num(row["throughput_c2s_bps"]),
-            "server_to_client": _num(row["throughput_s2c_bps"]),
-        },
-        "flags": {"syn": bool(row["syn"]), "fin": bool(row["fin"]), "rst": bool(row["rst"])},
-        "tcp": None if tcp is None else tcp_object(tcp),
-        "tcp_flags": _flag_counts(row.get("_tcp_flags")),
-    }
+    return conversation_objects(
+        {name: [row[name]] for name in CONVERSATION_COLUMNS},
+        [None if tcp is None else tcp_object(tcp)],
+        [row.get("_tcp_flags")],
+    )[0]
 
 
 def tcp_flag_counts(capture: Capture) -> dict[int | None, dict[str, int]]:
@@ -244,19 +345,32 @@ def tcp_flag_counts(capture: Capture) -> dict[int | None, dict[str, int]]:
     return out
 
 
-def _conversation_rows(capture: Capture) -> Iterator[Row]:
-    """``conversations`` rows joined with their ``tcp_connections`` row and flag counts."""
+#: Rows of ``conversations`` made into objects at a time.
+_BATCH_ROWS = 1024
+
+
+def _conversations(capture: Capture) -> Iterator[dict[str, Any]]:
+    """The ``conversations`` section: each row joined with its ``tcp_connections`` row (at
+    the same position: the engine writes both in stream order) and its flag counts, a
+    batch of rows at a time."""
     flags = tcp_flag_counts(capture)
-    tcp_rows: Iterator[Row] | None = None
-    if "tcp_connections" in capture.table_names:
-        tcp_rows = iter_rows(readable_table(capture, "tcp_connections"))
-    for row in iter_rows(readable_table(capture, "conversations")):
-        tcp = next(tcp_rows, None) if tcp_rows is not None else None
-        if tcp is not None and tcp["stream"] != row["stream"]:
-            raise RuntimeError("tcp_connections is not aligned with conversations")
-        row["_tcp"] = tcp
-        row["_tcp_flags"] = flags.get(int(row["stream"]))
-        yield row
+    conv = readable_table(capture, "conversations")
+    tcp = (
+        readable_table(capture, "tcp_connections")
+        if "tcp_connections" in capture.table_names
+        else None
+    )
+    tcp_rows = 0 if tcp is None else tcp.num_rows
+    for start in range(0, conv.num_rows, _BATCH_ROWS):
+        c = read_columns(conv, CONVERSATION_COLUMNS, start, start + _BATCH_ROWS)
+        streams = c["stream"]
+        objects: list[dict[str, Any] | None] = [None] * len(streams)
+        if start < tcp_rows:
+            t = read_columns(tcp, TCP_COLUMNS, start, min(start + _BATCH_ROWS, tcp_rows))
+            if t["stream"] != streams[: len(t["stream"])]:
+                raise RuntimeError("tcp_connections is not aligned with conversations")
+            objects[: len(t["stream"])] = tcp_objects(t)
+        yield from conversation_objects(c, objects, [flags.get(int(s)) for s in streams])
 
 
 @dataclass(frozen=True)
@@ -271,6 +385,9 @@ class TableSection:
     row: Callable[[Row], dict[str, Any]]
     #: Where the rows come from when not simply ``table``'s rows (e.g. a row-by-row join).
     rows: Callable[[Capture], Iterable[Row]] | None = None
+    #: The section's objects, when they are made a batch of rows at a time (``row`` then
+    #: makes the same for one row).
+    objects: Callable[[Capture], Iterable[dict[str, Any]]] | None = None
 
 
 _SRT_NUMBERS = ("min_ms", "max_ms", "avg_ms", "sum_ms", "p50_ms", "p90_ms", "p99_ms", "p99_9_ms")
@@ -339,7 +456,7 @@ def _concurrency_rows(capture: Capture) -> Iterator[Row]:
 
 #: The table sections, in document order.
 SECTIONS: tuple[TableSection, ...] = (
-    TableSection("conversations", "conversations", conversation_object, _conversation_rows),
+    TableSection("conversations", "conversations", conversation_object, objects=_conversations),
     TableSection("srt", "srt", srt_object, _srt_rows),
     TableSection("concurrency", "concurrency", concurrency_object, _concurrency_rows),
 )
@@ -505,6 +622,9 @@ def write(capture: Capture, out: TextIO, *, findings: list[Finding] | None = Non
             out.write(_dumps(value))
     for section in SECTIONS:
         key_line(section.key)
+        if section.objects is not None:
+            write_list(section.objects(capture))
+            continue
         rows = (
             section.rows(capture)
             if section.rows is not None
