@@ -410,16 +410,27 @@ def test_json_tcp_objects(scenario: Any) -> None:
 
 
 def test_json_conversations_made_in_batches_are_the_rows_objects(
-    scenario: Any, monkeypatch: pytest.MonkeyPatch
+    scenario: Any, synth: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The writer makes the conversations a batch of rows at a time from columns; each is
     what the one-row functions make of its row (with its tcp_connections row and flags),
-    however the rows fall into batches."""
+    however the rows fall into batches; and so are the concurrency rows."""
     from nastriage.capture import read_rows
 
     monkeypatch.setattr(json_out, "_BATCH_ROWS", 2)
-    for name in ("tcp-pathologies", "tcp-capture-points", "tcp-midstream"):
-        cap = _open(scenario(name))
+    # (NFSv3, NFSv4.1 and SMB3 connections: nine concurrency rows, three with credits.)
+    mix = tmp_path / "mix.pcap"
+    subprocess.run(
+        [str(synth), "bench", str(mix), "--size", "3M", "--seed", "1"],
+        check=True,
+        capture_output=True,
+    )
+    for path in (*map(scenario, ("tcp-pathologies", "tcp-capture-points", "tcp-midstream")), mix):
+        cap = _open(path)
+        concurrency = read_rows(cap.plain_table("concurrency"))
+        written_concurrency = list(json_out._concurrency(cap))
+        assert written_concurrency == [json_out.concurrency_object(r) for r in concurrency]
+        assert len(concurrency) > 2 or path != mix
         written = list(json_out._conversations(cap))
         flags = json_out.tcp_flag_counts(cap)
         tcp = read_rows(cap.plain_table("tcp_connections"))
@@ -428,7 +439,7 @@ def test_json_conversations_made_in_batches_are_the_rows_objects(
         for i, row in enumerate(rows):
             row["_tcp"] = tcp[i] if i < len(tcp) else None
             row["_tcp_flags"] = flags.get(int(row["stream"]))
-            assert written[i] == json_out.conversation_object(row), name
+            assert written[i] == json_out.conversation_object(row), path
 
 
 def test_json_column_conversions_are_the_value_conversions() -> None:

@@ -418,47 +418,85 @@ def _srt_rows(capture: Capture) -> Iterator[Row]:
     yield from read_rows(readable_table(capture, "srt"), where=("breakdown", "op"))
 
 
+#: The ``concurrency`` columns a concurrency object reads.
+CONCURRENCY_COLUMNS: tuple[str, ...] = (
+    "stream", "protocol", "requests", "max_outstanding", "mean_outstanding",
+    "mean_outstanding_busy", "at_max_fraction", "busy_fraction", "mean_request_bytes",
+    "mean_srt_ms", "littles_law_bps", "observed_bps", "max_slot", "max_highest_slot",
+    "min_target_highest_slot", "credits_tracked", "credit_balance_inferred",
+    "min_credit_balance", "max_credit_balance", "credit_starved_ms",
+    "credit_starved_requests",
+)  # fmt: skip
+
+
+def concurrency_objects(c: Columns) -> list[dict[str, Any]]:
+    """``concurrency`` rows, as columns (:data:`CONCURRENCY_COLUMNS`) -> their JSON objects
+    (converted a column at a time, each made whole: see :func:`tcp_objects`)."""
+    out: list[dict[str, Any]] = []
+    for (stream, protocol, requests, max_outstanding, mean_outstanding, mean_busy, at_max,
+         busy, mean_bytes, mean_srt, littles, observed, max_slot, max_highest,
+         min_target, tracked, inferred, min_balance, max_balance, starved_ms,
+         starved_requests) in zip(
+        _ints(c["stream"]), c["protocol"], _ints(c["requests"]), _ints(c["max_outstanding"]),
+        _nums(c["mean_outstanding"]), _nums(c["mean_outstanding_busy"]),
+        _nums(c["at_max_fraction"]), _nums(c["busy_fraction"]),
+        _nums(c["mean_request_bytes"]), _nums(c["mean_srt_ms"]), _nums(c["littles_law_bps"]),
+        _nums(c["observed_bps"]), _ints(c["max_slot"]), _ints(c["max_highest_slot"]),
+        _ints(c["min_target_highest_slot"]), c["credits_tracked"],
+        c["credit_balance_inferred"], _ints(c["min_credit_balance"]),
+        _ints(c["max_credit_balance"]), _nums(c["credit_starved_ms"]),
+        _ints(c["credit_starved_requests"]),
+    ):  # fmt: skip
+        out.append({
+            "stream": stream,
+            "protocol": protocol,
+            "requests": requests,
+            "max_outstanding": max_outstanding,
+            "mean_outstanding": mean_outstanding,
+            "mean_outstanding_busy": mean_busy,
+            "at_max_fraction": at_max,
+            "busy_fraction": busy,
+            "mean_request_bytes": mean_bytes,
+            "mean_srt_ms": mean_srt,
+            "littles_law_bps": littles,
+            "observed_bps": observed,
+            "nfs41_slots": {
+                "max_slot": max_slot,
+                "max_highest_slot": max_highest,
+                "min_target_highest_slot": min_target,
+            },
+            "smb2_credits": {
+                "balance_inferred": bool(inferred),
+                "min_balance": min_balance,
+                "max_balance": max_balance,
+                "starved_ms": starved_ms,
+                "starved_requests": starved_requests,
+            } if tracked else None,
+        })  # fmt: skip
+    return out
+
+
 def concurrency_object(row: Row) -> dict[str, Any]:
     """One ``concurrency`` row -> its JSON object."""
-    obj: dict[str, Any] = {
-        "stream": _int(row["stream"]),
-        "protocol": row["protocol"],
-        "requests": _int(row["requests"]),
-        "max_outstanding": _int(row["max_outstanding"]),
-    }
-    for key in ("mean_outstanding", "mean_outstanding_busy", "at_max_fraction",
-                "busy_fraction", "mean_request_bytes", "mean_srt_ms",
-                "littles_law_bps", "observed_bps"):  # fmt: skip
-        obj[key] = _num(row[key])
-    obj["nfs41_slots"] = {
-        "max_slot": _int(row["max_slot"]),
-        "max_highest_slot": _int(row["max_highest_slot"]),
-        "min_target_highest_slot": _int(row["min_target_highest_slot"]),
-    }
-    obj["smb2_credits"] = (
-        {
-            "balance_inferred": bool(row["credit_balance_inferred"]),
-            "min_balance": _int(row["min_credit_balance"]),
-            "max_balance": _int(row["max_credit_balance"]),
-            "starved_ms": _num(row["credit_starved_ms"]),
-            "starved_requests": _int(row["credit_starved_requests"]),
-        }
-        if row["credits_tracked"]
-        else None
-    )
-    return obj
+    return concurrency_objects({name: [row[name]] for name in CONCURRENCY_COLUMNS})[0]
 
 
-def _concurrency_rows(capture: Capture) -> Iterator[Row]:
-    if "concurrency" in capture.table_names:
-        yield from iter_rows(readable_table(capture, "concurrency"))
+def _concurrency(capture: Capture) -> Iterator[dict[str, Any]]:
+    """The ``concurrency`` section, a batch of rows at a time."""
+    if "concurrency" not in capture.table_names:
+        return
+    table = readable_table(capture, "concurrency")
+    for start in range(0, table.num_rows, _BATCH_ROWS):
+        yield from concurrency_objects(
+            read_columns(table, CONCURRENCY_COLUMNS, start, start + _BATCH_ROWS)
+        )
 
 
 #: The table sections, in document order.
 SECTIONS: tuple[TableSection, ...] = (
     TableSection("conversations", "conversations", conversation_object, objects=_conversations),
     TableSection("srt", "srt", srt_object, _srt_rows),
-    TableSection("concurrency", "concurrency", concurrency_object, _concurrency_rows),
+    TableSection("concurrency", "concurrency", concurrency_object, objects=_concurrency),
 )
 
 
