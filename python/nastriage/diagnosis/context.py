@@ -322,23 +322,29 @@ class Context:
             "rst",
             "fin",
         )
-        for r in rows(conv, names):
-            s = int(r["stream"])
-            start = int(r["start"] or 0)
+        # (Unpacked from the columns: through a dict per row, the lookups were most of the
+        # time on thousands of connections.)
+        cols = read_columns(conv, names)
+        for (stream, client_ip, client_port, server_ip, server_port, start, end, payload_c2s,
+             payload_s2c, frames_c2s, frames_s2c, rst, fin) in zip(
+            *(cols[n] for n in names)
+        ):  # fmt: skip
+            s = int(stream)
+            start = int(start or 0)
             out[s] = StreamInfo(
                 stream=s,
-                client_ip=str(r["client_ip"] or "?"),
-                client_port=int(r["client_port"] or 0),
-                server_ip=str(r["server_ip"] or "?"),
-                server_port=int(r["server_port"] or 0),
+                client_ip=str(client_ip or "?"),
+                client_port=int(client_port or 0),
+                server_ip=str(server_ip or "?"),
+                server_port=int(server_port or 0),
                 start=start,
-                end=int(r["end"] if r["end"] is not None else start),
-                payload_c2s=int(r["payload_bytes_c2s"] or 0),
-                payload_s2c=int(r["payload_bytes_s2c"] or 0),
-                frames_c2s=int(r["frames_c2s"] or 0),
-                frames_s2c=int(r["frames_s2c"] or 0),
-                rst=bool(r["rst"]),
-                fin=bool(r["fin"]),
+                end=int(end if end is not None else start),
+                payload_c2s=int(payload_c2s or 0),
+                payload_s2c=int(payload_s2c or 0),
+                frames_c2s=int(frames_c2s or 0),
+                frames_s2c=int(frames_s2c or 0),
+                rst=bool(rst),
+                fin=bool(fin),
             )
         tc = self.table("tcp_connections")
         if tc is not None:
