@@ -122,6 +122,8 @@ def test_json_is_ascii_and_escapes_hostile_strings() -> None:
         {"a": "plain", "n": [1, -2, 0.1, 1e-05, 1.5e300, 2**64 - 1, True, None]},
         {"reason": "data\u2192ACK", "latin": "caf\xe9", "astral": "\U0001f4be x \U00010000"},
         {"reason": "smallest data\u2192ACK", "max": "\uffff\u0100", "ascii": "\\xe9"},
+        {"cjk": "\u6587\u4ef6 \u0444\u0439", "arrow": "a\u2192b", "literal": "\\u2192 \\\\"},
+        {"arrow": "data\u2192ACK", "literal": "C:\\Users\\x \\U1"},  # (its fallback: \\x, \\U)
         {"control": "\x00\x1f\x7f\x1b[31m\u2028\u202e", "quote": '"\\/'},
         {"surrogate": "evil\udcff.pcap"},  # (a file name not in UTF-8: os.fsdecode)
         {"big": 2**64, "neg": -(2**63) - 1},  # (past 64 bits: the standard encoder)
@@ -134,6 +136,21 @@ def test_json_items_are_ascii_and_read_back_as_the_standard_encoder_writes_them(
     text = json_out._dumps(value)
     assert text.isascii() and "\n" not in text
     assert json.loads(text) == json.loads(json.dumps(value, ensure_ascii=True))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "smallest data\u2192ACK",  # (every TCP object's capture-point reason)
+        "\u6587\u4ef6 \u0444\u0439 \u0100\uffff",
+        "caf\xe9 \u2192",
+        "\U0001f4be \u2192 \U00010000",
+        "\u2192 C:\\Users\\x \\U1 \\u2192",  # (text that looks like escapes)
+    ],
+)
+def test_json_escapes_past_ascii_are_the_standard_encoders(text: str) -> None:
+    value = {"s": text, "list": [text, "plain"]}
+    assert json_out._dumps(value) == json.dumps(value, ensure_ascii=True, separators=(",", ":"))
 
 
 def test_json_many_rows_streamed_in_batches() -> None:

@@ -609,11 +609,6 @@ def _dumps(obj: Any) -> str:
         text: str = orjson.dumps(obj).decode()
     except orjson.JSONEncodeError:
         return _ENCODER.encode(obj)
-    if text.isascii():
-        return text
-    # The arrow of the capture point's reasons ("data\u2192ACK"), in every TCP object, at
-    # once: through the codec's error handler, an exception and a call per object.
-    text = text.replace("\u2192", "\\u2192")
     return text if text.isascii() else text.encode("ascii", _ASCII_ESCAPES).decode("ascii")
 
 
