@@ -686,9 +686,9 @@ class Context:
 
     def _tcp_rtts(self) -> dict[int, tuple[Any, Any, Any]]:
         """Each connection's ``tcp_connections`` handshake, smallest and median round trip,
-        by the streams of :attr:`streams` that have a row there (read from the columns at
-        once: row by row, the lookups took most of :meth:`rtt_ms` on thousands of
-        connections)."""
+        by stream, for the connections of :attr:`streams` (those rows are their ``tcp``),
+        read from the columns at once: row by row, the lookups took most of
+        :meth:`rtt_ms` on thousands of connections."""
 
         def build() -> dict[int, tuple[Any, Any, Any]]:
             tc = self.table("tcp_connections")
@@ -700,7 +700,7 @@ class Context:
             return {
                 int(s): (h, m, med)
                 for s, h, m, med in zip(*(cols[n] for n in names))
-                if s is not None and int(s) in streams and streams[int(s)].tcp is not None
+                if s is not None and int(s) in streams
             }
 
         return self._cached("tcp_rtts", build)  # type: ignore[no-any-return]
