@@ -101,6 +101,33 @@ fn radix_by_time<T: Copy + Ord>(v: &mut [T], scratch: &mut Vec<T>, time: impl Fn
     }
 }
 
+/// Moves per point an insertion sort of waiting points may make before it
+/// gives up (see [`InOrder::sort_waiting`]).
+const MOVES_PER_POINT: usize = 4;
+
+/// Releases after an insertion sort gave up before the next is tried.
+const RETRY_INSERTION: u32 = 16;
+
+/// Sort `v` by insertion, unless it takes more than `moves` moves: then
+/// false, and `v` holds the same values in some other order.
+fn insertion_sort_within<T: Ord + Copy>(v: &mut [T], mut moves: usize) -> bool {
+    for i in 1..v.len() {
+        let x = v[i];
+        let mut j = i;
+        while j > 0 && v[j - 1] > x {
+            if moves == 0 {
+                v[j] = x;
+                return false;
+            }
+            moves -= 1;
+            v[j] = v[j - 1];
+            j -= 1;
+        }
+        v[j] = x;
+    }
+    true
+}
+
 /// Bits per digit of [`radix_sort_words`].
 const DIGIT: u32 = 11;
 /// Fewer values than this are sorted by comparison (faster on few).
@@ -218,6 +245,9 @@ pub(crate) struct InOrder<T> {
     runs: Vec<Run<T>>,
     /// The runs' blocks (a file is made at the first block only).
     spill: Spill,
+    /// Sorts left before insertion is tried again (see
+    /// [`InOrder::sort_waiting`]).
+    skip_insertion: u32,
 }
 
 impl<T> Default for InOrder<T> {
@@ -230,6 +260,7 @@ impl<T> Default for InOrder<T> {
             block: fit::<T>(BLOCK_BYTES),
             runs: Vec::new(),
             spill: Spill::default(),
+            skip_insertion: 0,
         }
     }
 }
@@ -402,10 +433,29 @@ impl<T: Ord + Copy + Serialize + DeserializeOwned + SortPoints> InOrder<T> {
         }
     }
 
+    /// Sort what waits: by insertion when it is nearly in order, as a
+    /// sweep's points mostly are (they come from requests in order of their
+    /// starts, and each kind of moment of a request in its own order), else
+    /// by [`SortPoints::sort_points`]. Where insertion gives up (the points
+    /// of concurrency and credit sweeps of SMB2 reads come less in order),
+    /// it is not tried again for [`RETRY_INSERTION`] sorts.
+    fn sort_waiting(&mut self) {
+        if self.skip_insertion == 0 {
+            let moves = self.waiting.len().saturating_mul(MOVES_PER_POINT);
+            if insertion_sort_within(&mut self.waiting, moves) {
+                return;
+            }
+            self.skip_insertion = RETRY_INSERTION;
+        } else {
+            self.skip_insertion -= 1;
+        }
+        T::sort_points(&mut self.waiting, &mut self.scratch);
+    }
+
     /// Sort what waits into a run of level 0, then merge the top runs while
     /// `FAN` of them share a level.
     fn set_aside(&mut self) {
-        T::sort_points(&mut self.waiting, &mut self.scratch);
+        self.sort_waiting();
         let mut w = RunWriter::new(0, self.block);
         for &p in &self.waiting {
             w.push(&mut self.spill, p);
@@ -436,7 +486,7 @@ impl<T: Ord + Copy + Serialize + DeserializeOwned + SortPoints> InOrder<T> {
     /// Hand over, in order, the waiting points below `bound`: the caller
     /// promises that no point pushed later is below it.
     pub(crate) fn release(&mut self, bound: T, visit: impl FnMut(T)) {
-        T::sort_points(&mut self.waiting, &mut self.scratch);
+        self.sort_waiting();
         let n = merge(
             &mut self.runs,
             &self.spill,
@@ -451,7 +501,7 @@ impl<T: Ord + Copy + Serialize + DeserializeOwned + SortPoints> InOrder<T> {
 
     /// Hand over every waiting point, in order.
     pub(crate) fn finish(mut self, visit: impl FnMut(T)) {
-        T::sort_points(&mut self.waiting, &mut self.scratch);
+        self.sort_waiting();
         merge(&mut self.runs, &self.spill, &self.waiting, None, visit);
     }
 }
@@ -609,6 +659,65 @@ mod tests {
                 o.release(start + 1, |p| out.push(p));
             }
         }
+        o.finish(|p| out.push(p));
+        all.sort_unstable();
+        assert_eq!(out, all);
+    }
+
+    /// An insertion sort within its moves sorts as a full sort does; past
+    /// them it gives up, leaving the same values.
+    #[test]
+    fn insertion_sort_gives_up_past_its_moves() {
+        let mut next = crate::test_rng::xorshift(0x2545_F491_4F6C_DD1D);
+        // Nearly in order: each value a few places from its own.
+        let near: Vec<u64> = (0..5000u64).map(|i| i * 8 + next() % 20).collect();
+        let mut want = near.clone();
+        want.sort_unstable();
+        let mut v = near.clone();
+        let moves = 4 * v.len();
+        assert!(insertion_sort_within(&mut v, moves));
+        assert_eq!(v, want);
+        // Reversed: far more moves than allowed.
+        let mut v: Vec<u64> = want.iter().rev().copied().collect();
+        let moves = 4 * v.len();
+        assert!(!insertion_sort_within(&mut v, moves));
+        v.sort_unstable();
+        assert_eq!(v, want, "the same values");
+        // No moves allowed: only sorted input passes.
+        let mut v = want.clone();
+        assert!(insertion_sort_within(&mut v, 0));
+        let mut v = vec![2u64, 1];
+        assert!(!insertion_sort_within(&mut v, 0));
+        assert_eq!(v, [2, 1]);
+    }
+
+    /// Points in order for a while, then far out of order, then in order
+    /// again: insertion gives up, is not tried for a while, is tried again,
+    /// and every release hands over what a full sort gives.
+    #[test]
+    fn sorts_by_insertion_again_after_points_out_of_order() {
+        let mut next = crate::test_rng::xorshift(0x9E37_79B9_7F4A_7C15);
+        let mut o = InOrder::default();
+        let (mut all, mut out) = (Vec::new(), Vec::new());
+        let mut gave_up = false;
+        for phase in 0..3u64 {
+            for i in 0..40 * CHUNK as u64 {
+                let t = phase * 1_000_000_000 + i * 1000;
+                // The middle phase: each point anywhere within 200 µs ahead.
+                let p = if phase == 1 { t + next() % 200_000 } else { t };
+                o.push(p);
+                all.push(p);
+                if o.due() {
+                    o.release(t.saturating_sub(200_000), |p| out.push(p));
+                    gave_up |= o.skip_insertion > 0;
+                }
+            }
+            if phase == 0 {
+                assert_eq!(o.skip_insertion, 0, "in order: by insertion");
+            }
+        }
+        assert!(gave_up, "out of order: gave up");
+        assert_eq!(o.skip_insertion, 0, "in order again: tried again");
         o.finish(|p| out.push(p));
         all.sort_unstable();
         assert_eq!(out, all);
