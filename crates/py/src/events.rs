@@ -22,12 +22,8 @@ use foldhash::{HashMap, HashMapExt};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
-use nastriage_engine::tcp::{Detail, TcpEvent};
+use nastriage_engine::tcp::{Detail, Flag, TcpEvent};
 use nastriage_engine::Analysis;
-
-/// Texts shorter than this repeat (flag names) and are shared; longer ones
-/// (a retransmission's frame and time) rarely do. As the Python reader.
-const SHARED_TEXT: usize = 24;
 
 /// One connection's events, in table order.
 #[derive(Default)]
@@ -74,25 +70,24 @@ impl Columns {
     }
 }
 
-/// An event's detail text: short ones (flag names, byte counts) repeat and
-/// are made once; long ones rarely do.
+/// An event's detail text. Flag names and byte counts repeat, and each is
+/// made once, looked up by the event's kind and detail (the text is made of
+/// them alone): looked up by the text, it was made every time and the
+/// comparisons of strings were a fifth of this regrouping. A
+/// retransmission's time and frame, or a duplicate ACK's number and frame,
+/// rarely repeat and are made each time.
 fn text_of(
     py: Python<'_>,
     e: &TcpEvent,
-    shared: &mut HashMap<String, Py<PyString>>,
+    shared: &mut HashMap<(Flag, Detail), Py<PyString>>,
 ) -> Py<PyString> {
-    let text = e.detail_text();
-    if text.len() >= SHARED_TEXT {
-        return PyString::new(py, &text).unbind();
+    if matches!(e.detail, Detail::Rto { .. } | Detail::DupAck { .. }) {
+        return PyString::new(py, &e.detail_text()).unbind();
     }
-    match shared.get(&text) {
-        Some(s) => s.clone_ref(py),
-        None => {
-            let s = PyString::new(py, &text).unbind();
-            shared.insert(text, s.clone_ref(py));
-            s
-        }
-    }
+    shared
+        .entry((e.kind, e.detail))
+        .or_insert_with(|| PyString::new(py, &e.detail_text()).unbind())
+        .clone_ref(py)
 }
 
 /// The seconds a retransmission's text gives after `rto=` (the time since
@@ -230,20 +225,20 @@ pub(crate) fn by_stream<'py>(
     known: Vec<(String, String)>,
     part: Part,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    // The labels by name; `codes` caches them by the engine's static names
-    // so that an event costs no allocation.
+    // The labels by name; `codes` caches them by direction and flag so that
+    // an event costs no allocation and no comparison of strings.
     let mut labels: Vec<(String, String)> = known;
     let mut by_name: HashMap<(String, String), u16> = HashMap::new();
     for (i, l) in labels.iter().enumerate() {
         by_name.insert(l.clone(), u16::try_from(i).unwrap_or(u16::MAX));
     }
-    let mut codes: HashMap<(&'static str, &'static str), u16> = HashMap::new();
+    let mut codes: HashMap<(&'static str, Flag), u16> = HashMap::new();
     let mut order: Vec<u32> = Vec::new();
     let mut streams: HashMap<u32, (Columns, Runs)> = HashMap::new();
-    let mut shared: HashMap<String, Py<PyString>> = HashMap::new();
+    let mut shared: HashMap<(Flag, Detail), Py<PyString>> = HashMap::new();
     for (e, direction) in a.tcp_event_rows(start, stop) {
         let kind = e.kind.name();
-        let code = *codes.entry((direction, kind)).or_insert_with(|| {
+        let code = *codes.entry((direction, e.kind)).or_insert_with(|| {
             let name = (direction.to_string(), kind.to_string());
             *by_name.entry(name.clone()).or_insert_with(|| {
                 // Labels are (direction, flag) pairs: a few dozen at most.

@@ -60,7 +60,7 @@ use zero_window::Episode;
 pub const CLOSED_LINGER_NS: i64 = 60_000_000_000;
 
 /// Kind-specific facts of an event.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Detail {
     None,
     /// Duplicate ACK number `num` of the ACK in frame `frame`.
