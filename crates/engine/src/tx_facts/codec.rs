@@ -93,6 +93,12 @@ struct Reader<'a> {
 
 impl Reader<'_> {
     fn u64(&mut self) -> Option<u64> {
+        // (Most fields take one byte: no loop for them.)
+        let b = *self.bytes.get(self.at)?;
+        if b < 0x80 {
+            self.at += 1;
+            return Some(u64::from(b));
+        }
         let mut v = 0u64;
         for shift in (0..64).step_by(7) {
             let b = *self.bytes.get(self.at)?;
