@@ -24,10 +24,10 @@ pub struct PduSpan {
 pub type Name = std::borrow::Cow<'static, str>;
 
 /// Raw identifier bytes (a file handle, an SMB2 FileId, a session id): up
-/// to 16 in place, at the size of a `Vec`, so that an SMB2 request's
-/// FileId and session id allocate nothing; longer ones (most NFS handles)
-/// go to the heap.
-pub type IdBytes = smallvec::SmallVec<[u8; 16]>;
+/// to 32 in place, so that an SMB2 request's FileId and session id and the
+/// NFS handles of Linux servers (28 bytes) allocate nothing; longer ones go
+/// to the heap.
+pub type IdBytes = smallvec::SmallVec<[u8; 32]>;
 
 /// A file or share name a parser maps a handle or id to: shared with its
 /// map, so that naming a request's file copies nothing.
@@ -100,16 +100,18 @@ pub struct Transaction {
     pub target_highest_slot: Option<u32>,
     /// NFSv4.1 session id (16 bytes), SMB2 SessionId (8 bytes).
     pub session: Option<IdBytes>,
-    /// NFSv4: all operations of the COMPOUND, "SEQUENCE,PUTFH,READ".
-    pub compound_ops: Option<String>,
+    /// NFSv4: all operations of the COMPOUND, "SEQUENCE,PUTFH,READ" (shared:
+    /// a few lists make most of a capture's).
+    pub compound_ops: Option<std::sync::Arc<str>>,
     /// Authentication: RPC auth flavour name, SMB "signed"/"encrypted".
     #[serde(skip)]
     pub auth: Option<&'static str>,
     /// Also set for PDUs the parser could not fully decode (why).
     pub note: Option<String>,
     /// NFSv4: status of every operation in the reply, in order, joined by
-    /// "," (the reply stops at the first operation that failed).
-    pub compound_status: Option<String>,
+    /// "," (the reply stops at the first operation that failed); shared as
+    /// `compound_ops`.
+    pub compound_status: Option<std::sync::Arc<str>>,
     /// Client and server (address, port) for transports without a
     /// conversation-table entry (RPC over UDP); TCP transactions are
     /// oriented through the conversation of `stream` instead.

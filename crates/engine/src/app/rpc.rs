@@ -19,6 +19,7 @@
 
 mod decode;
 mod framing;
+mod joined;
 mod names;
 mod nfs4;
 mod pending;
@@ -50,6 +51,8 @@ use pending::{PendingCall, PendingCalls, RecentlyAnswered, MAX_OUTSTANDING};
 #[derive(Debug, Default)]
 pub struct Shared {
     pub names: NameMap,
+    /// NFSv4 COMPOUND operation and status lists as text, made once each.
+    pub texts: joined::CompoundTexts,
     /// Records whose RPC header was not captured or did not decode.
     pub undecoded: u64,
     /// Records dropped by the framers because their start was not RPC.
@@ -383,8 +386,8 @@ impl Core {
         match (h.args_offset, h.gss) {
             (Some(off), _) => {
                 let args = rec.hdr.get(off..).unwrap_or(&[]);
-                let shared = self.shared.borrow();
-                match decode::call_args(tx, rc, args, &shared.names) {
+                let shared = &mut *self.shared.borrow_mut();
+                match decode::call_args(tx, rc, args, &shared.names, &mut shared.texts) {
                     Ok(()) => {}
                     Err(ParseError::Incomplete) => {
                         complete = !rec.cut;
@@ -468,8 +471,8 @@ impl Core {
                         Some(_) => Err(ParseError::Malformed("rpcsec_gss service")),
                     };
                     let out = res.and_then(|res| {
-                        let mut shared = self.shared.borrow_mut();
-                        decode::reply_results(tx, rc, res, &mut shared.names)
+                        let shared = &mut *self.shared.borrow_mut();
+                        decode::reply_results(tx, rc, res, &mut shared.names, &mut shared.texts)
                     });
                     match out {
                         Ok(()) => {}

@@ -10,6 +10,7 @@ use nastriage_proto::nfs3_records::{
 use nastriage_proto::rpc_records::{PROG_MOUNT, PROG_NFS, PROG_NFSACL, PROG_NLM};
 use nastriage_proto::{ParseError, XdrCursor};
 
+use super::joined::CompoundTexts;
 use super::names::{join, NameMap};
 use super::nfs4;
 use super::progs::{nfs2_status_name, nlm_status_name};
@@ -60,7 +61,13 @@ type Res = Result<(), ParseError>;
 
 /// Decode the arguments of a call (`args` starts at the procedure's
 /// arguments). `Err(Incomplete)` when they ran out before what is needed.
-pub fn call_args(tx: &mut Transaction, rc: &mut ReplyCtx, args: &[u8], names: &NameMap) -> Res {
+pub fn call_args(
+    tx: &mut Transaction,
+    rc: &mut ReplyCtx,
+    args: &[u8],
+    names: &NameMap,
+    texts: &mut CompoundTexts,
+) -> Res {
     match (rc.prog, rc.vers) {
         (PROG_NFS, 2 | 3) => {
             let c = if rc.vers == 3 {
@@ -92,7 +99,7 @@ pub fn call_args(tx: &mut Transaction, rc: &mut ReplyCtx, args: &[u8], names: &N
                 }
             }
         }
-        (PROG_NFS, 4) if rc.proc_ == 1 => nfs4::call(tx, rc, args, names),
+        (PROG_NFS, 4) if rc.proc_ == 1 => nfs4::call(tx, rc, args, names, texts),
         (PROG_MOUNT, _) if matches!(rc.proc_, 1 | 3) => {
             let path = parse_mnt_call(args)?;
             tx.file_name = Some(path.as_str().into());
@@ -182,7 +189,13 @@ fn first_word(res: &[u8]) -> Option<u32> {
 }
 
 /// Decode the results of an accepted, successful reply.
-pub fn reply_results(tx: &mut Transaction, rc: &ReplyCtx, res: &[u8], names: &mut NameMap) -> Res {
+pub fn reply_results(
+    tx: &mut Transaction,
+    rc: &ReplyCtx,
+    res: &[u8],
+    names: &mut NameMap,
+    texts: &mut CompoundTexts,
+) -> Res {
     match (rc.prog, rc.vers) {
         (PROG_NFS, 2 | 3) => {
             let r = if rc.vers == 3 {
@@ -226,7 +239,7 @@ pub fn reply_results(tx: &mut Transaction, rc: &ReplyCtx, res: &[u8], names: &mu
                 }
             }
         }
-        (PROG_NFS, 4) if rc.proc_ == 1 => nfs4::reply(tx, rc, res, names),
+        (PROG_NFS, 4) if rc.proc_ == 1 => nfs4::reply(tx, rc, res, names, texts),
         (PROG_MOUNT, _) if rc.proc_ == 1 => {
             let r = parse_mnt_reply(rc.vers, res);
             let s = match &r {

@@ -11,15 +11,47 @@ use nastriage_proto::nfs4_records::{
     Nfs4OpArgs, Nfs4OpRes, OP_LOOKUPP, OP_PUTPUBFH, OP_PUTROOTFH, OP_RESTOREFH, OP_SAVEFH,
 };
 use nastriage_proto::ParseError;
-use std::borrow::Cow;
 
 use super::decode::{ReplyCtx, Want};
+use super::joined::CompoundTexts;
 use super::names::{join, parent, NameMap};
 use crate::transactions::{FileName, IdBytes, Transaction};
 
 type Res = Result<(), ParseError>;
 
-fn owned(path: &Option<Cow<'_, str>>) -> Option<String> {
+/// The current handle's path, as a COMPOUND's operations change it.
+#[derive(Clone)]
+enum Path<'a> {
+    /// The name map's own, for a handle it knows: shared as it is (most
+    /// COMPOUNDs only PUTFH a known handle, and every request copied it).
+    Known(&'a FileName),
+    Made(String),
+    Root,
+}
+
+impl Path<'_> {
+    /// As a transaction's file name.
+    fn file_name(&self) -> FileName {
+        match self {
+            Path::Known(n) => FileName::clone(n),
+            Path::Made(s) => FileName::from(s.as_str()),
+            Path::Root => FileName::from("/"),
+        }
+    }
+}
+
+impl std::ops::Deref for Path<'_> {
+    type Target = str;
+    fn deref(&self) -> &str {
+        match self {
+            Path::Known(n) => n,
+            Path::Made(s) => s,
+            Path::Root => "/",
+        }
+    }
+}
+
+fn owned(path: &Option<Path<'_>>) -> Option<String> {
     path.as_deref().map(str::to_string)
 }
 
@@ -38,19 +70,14 @@ fn set_principal(tx: &mut Transaction, opnums: &[u32]) -> Option<usize> {
     principal
 }
 
-fn names_joined(ops: impl Iterator<Item = u32>) -> String {
-    let mut s = String::with_capacity(48);
-    for op in ops {
-        if !s.is_empty() {
-            s.push(',');
-        }
-        s.push_str(nfs4_op_name(op));
-    }
-    s
-}
-
 /// COMPOUND4args into `tx`.
-pub fn call(tx: &mut Transaction, rc: &mut ReplyCtx, args: &[u8], names: &NameMap) -> Res {
+pub fn call(
+    tx: &mut Transaction,
+    rc: &mut ReplyCtx,
+    args: &[u8],
+    names: &NameMap,
+    texts: &mut CompoundTexts,
+) -> Res {
     let a = parse_compound4_args(args)?;
     tx.minor_version = a.minorversion;
     // Operations decoded, plus the one decoding stopped at if its number
@@ -59,15 +86,13 @@ pub fn call(tx: &mut Transaction, rc: &mut ReplyCtx, args: &[u8], names: &NameMa
     if let Some(op) = a.stopped.and_then(|s| s.op) {
         opnums.push(op);
     }
-    tx.compound_ops = Some(names_joined(opnums.iter().copied()));
+    tx.compound_ops = Some(texts.ops.text(&opnums, nfs4_op_name));
     let principal = set_principal(tx, &opnums);
 
-    // Follow the current handle's path through the operations: borrowed
-    // from the name map until an operation makes a new one (most COMPOUNDs
-    // only PUTFH a known handle, and every request would copy its path).
-    let mut cur: Option<Cow<'_, str>> = None;
+    // Follow the current handle's path through the operations.
+    let mut cur: Option<Path<'_>> = None;
     let mut cur_fh: Option<&[u8]> = None;
-    let mut saved: (Option<Cow<'_, str>>, Option<&[u8]>) = (None, None);
+    let mut saved: (Option<Path<'_>>, Option<&[u8]>) = (None, None);
     // The paths are kept only for a GETFH's result to be named.
     let has_getfh = a
         .ops
@@ -84,29 +109,29 @@ pub fn call(tx: &mut Transaction, rc: &mut ReplyCtx, args: &[u8], names: &NameMa
         match &o.args {
             Nfs4OpArgs::PutFh { fh } => {
                 cur_fh = Some(fh);
-                cur = names.get(fh).map(|n| Cow::Borrowed(&**n));
+                cur = names.get(fh).map(Path::Known);
             }
             Nfs4OpArgs::Lookup { name } => {
-                cur = join(cur.as_deref(), name).map(Cow::Owned);
+                cur = join(cur.as_deref(), name).map(Path::Made);
                 cur_fh = None;
             }
             Nfs4OpArgs::Open { name, .. } => {
                 if let Some(n) = name {
-                    cur = join(cur.as_deref(), n).map(Cow::Owned);
+                    cur = join(cur.as_deref(), n).map(Path::Made);
                     cur_fh = None;
                 }
             }
             Nfs4OpArgs::Create { name, .. } => {
-                cur = join(cur.as_deref(), name).map(Cow::Owned);
+                cur = join(cur.as_deref(), name).map(Path::Made);
                 cur_fh = None;
             }
             _ => match o.op {
                 OP_PUTROOTFH | OP_PUTPUBFH => {
-                    cur = Some(Cow::Borrowed("/"));
+                    cur = Some(Path::Root);
                     cur_fh = None;
                 }
                 OP_LOOKUPP => {
-                    cur = cur.as_deref().and_then(parent).map(Cow::Owned);
+                    cur = cur.as_deref().and_then(parent).map(Path::Made);
                     cur_fh = None;
                 }
                 OP_SAVEFH => saved = (cur.clone(), cur_fh),
@@ -122,14 +147,14 @@ pub fn call(tx: &mut Transaction, rc: &mut ReplyCtx, args: &[u8], names: &NameMa
             // second allocation per request.)
             tx.file_name = match &o.args {
                 Nfs4OpArgs::Lookup { .. } | Nfs4OpArgs::Create { .. } => {
-                    cur.as_deref().map(FileName::from)
+                    cur.as_ref().map(Path::file_name)
                 }
-                Nfs4OpArgs::Open { name: Some(_), .. } => cur.as_deref().map(FileName::from),
+                Nfs4OpArgs::Open { name: Some(_), .. } => cur.as_ref().map(Path::file_name),
                 Nfs4OpArgs::Remove { name } | Nfs4OpArgs::Link { name } => {
                     join(before.as_deref(), name).map(FileName::from)
                 }
                 Nfs4OpArgs::Rename { old, .. } => join(before.as_deref(), old).map(FileName::from),
-                _ => before.as_deref().map(FileName::from),
+                _ => before.as_ref().map(Path::file_name),
             };
             match &o.args {
                 Nfs4OpArgs::Read { offset, count, .. } => {
@@ -182,7 +207,13 @@ pub fn call(tx: &mut Transaction, rc: &mut ReplyCtx, args: &[u8], names: &NameMa
 }
 
 /// COMPOUND4res into `tx`.
-pub fn reply(tx: &mut Transaction, rc: &ReplyCtx, res: &[u8], names: &mut NameMap) -> Res {
+pub fn reply(
+    tx: &mut Transaction,
+    rc: &ReplyCtx,
+    res: &[u8],
+    names: &mut NameMap,
+    texts: &mut CompoundTexts,
+) -> Res {
     let r = match parse_compound4_res(res) {
         Ok(r) => r,
         Err(e) => {
@@ -195,15 +226,8 @@ pub fn reply(tx: &mut Transaction, rc: &ReplyCtx, res: &[u8], names: &mut NameMa
     };
     tx.status = Some(r.status);
     tx.status_name = Some(nfs4_status_name(r.status).into());
-    // (Most names are at most 8 bytes with their comma: one allocation.)
-    let mut st = String::with_capacity(8 * r.ops.len());
-    for o in &r.ops {
-        if !st.is_empty() {
-            st.push(',');
-        }
-        st.push_str(nfs4_status_name(o.status));
-    }
-    tx.compound_status = Some(st);
+    let statuses: smallvec::SmallVec<[u32; 8]> = r.ops.iter().map(|o| o.status).collect();
+    tx.compound_status = Some(texts.statuses.text(&statuses, nfs4_status_name));
     let (paths, principal) = match &rc.want {
         Want::Compound {
             paths,
@@ -222,7 +246,7 @@ pub fn reply(tx: &mut Transaction, rc: &ReplyCtx, res: &[u8], names: &mut NameMa
             });
             match res_ops {
                 Some(res_ops) if res_ops.len() > ops.len() && res_ops.starts_with(ops) => {
-                    tx.compound_ops = Some(names_joined(res_ops.iter().copied()));
+                    tx.compound_ops = Some(texts.ops.text(&res_ops, nfs4_op_name));
                     (paths.as_slice(), set_principal(tx, &res_ops))
                 }
                 _ => (paths.as_slice(), *principal),
