@@ -27,6 +27,10 @@ pub struct ReplyCtx {
     pub want: Want,
 }
 
+/// A COMPOUND's operation numbers: a handful, in place (a `Vec` was an
+/// allocation per NFSv4 request).
+pub type OpNumbers = smallvec::SmallVec<[u32; 8]>;
+
 #[derive(Debug, Clone, Default)]
 pub enum Want {
     #[default]
@@ -44,7 +48,7 @@ pub enum Want {
     /// reply's, which repeats the operation numbers, may complete it).
     Compound {
         paths: Vec<Option<String>>,
-        ops: Vec<u32>,
+        ops: OpNumbers,
         principal: Option<usize>,
         cut: bool,
     },

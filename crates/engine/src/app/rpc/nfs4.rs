@@ -12,7 +12,7 @@ use nastriage_proto::nfs4_records::{
 };
 use nastriage_proto::ParseError;
 
-use super::decode::{ReplyCtx, Want};
+use super::decode::{OpNumbers, ReplyCtx, Want};
 use super::joined::CompoundTexts;
 use super::names::{join, parent, NameMap};
 use crate::transactions::{FileName, IdBytes, Transaction};
@@ -82,7 +82,7 @@ pub fn call(
     tx.minor_version = a.minorversion;
     // Operations decoded, plus the one decoding stopped at if its number
     // was read: the principal op is chosen among what the call names.
-    let mut opnums = a.opnums();
+    let mut opnums: OpNumbers = a.ops.iter().map(|o| o.op).collect();
     if let Some(op) = a.stopped.and_then(|s| s.op) {
         opnums.push(op);
     }
@@ -238,7 +238,7 @@ pub fn reply(
             // The call was cut before all its operations: the reply names
             // them too (up to the first that failed).
             let res_ops = cut.then(|| {
-                let mut res_ops = r.opnums();
+                let mut res_ops: OpNumbers = r.ops.iter().map(|o| o.op).collect();
                 if let Some(op) = r.stopped.and_then(|s| s.op) {
                     res_ops.push(op);
                 }
