@@ -103,7 +103,7 @@ class _TablesOnly:
         self._capture = capture
 
     def __getattr__(self, name: str) -> Any:
-        if name in ("tcp_series_by_direction", "tcp_events_by_stream"):
+        if name in ("tcp_series_by_direction", "tcp_series_window_medians", "tcp_events_by_stream"):
             raise AttributeError(name)
         return getattr(self._capture, name)
 
@@ -115,7 +115,7 @@ def _bins(b: Any) -> tuple[list[Any], ...]:
 
 def _check(path: str) -> int:
     from nastriage.capture import Capture
-    from nastriage.diagnosis.context import Context
+    from nastriage.diagnosis.context import Context, SeriesBins
     from nastriage.diagnosis.events import EventsByStream, rto_seconds
     from nastriage.diagnosis.rules.loss import _peak_rate_bps
     from nastriage.diagnosis.rules.window import _series_window
@@ -161,10 +161,18 @@ def _check(path: str) -> int:
             assert ctx.events._streams[stream].state() == other._streams[stream].state()
             assert other[stream] == ctx.events[stream]
     windows, rows = _series_from_rows(capture)
+    # The engine's medians (the live analysis) and those of the table's rows.
     assert _series_window(ctx) == windows
+    tables_only = Context(_TablesOnly(capture))
+    assert _series_window(tables_only) == windows
     # The engine's grouping of the series gives what grouping the table's rows gives
-    # (the same bins, in the same order).
-    from_table = Context(_TablesOnly(capture))._build_series()
+    # (the same bins, in the same order), whole and one connection at a time.
+    from_table = tables_only._build_series()
+    for k, v in from_table.items():
+        one = Context(capture).series_bins(*k)
+        assert one is not None and _bins(one) == _bins(v), k
+        assert _bins(tables_only.series_bins(*k) or SeriesBins()) == _bins(v), k
+    assert Context(capture).series_bins(10**6, "c2s") is None
     assert [(k, _bins(v)) for k, v in ctx.series.items()] == [
         (k, _bins(v)) for k, v in from_table.items()
     ]

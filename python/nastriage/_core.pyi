@@ -77,11 +77,18 @@ class Analysis:
         where the engine can (``tcp_events``, which a lossy capture makes long)."""
     def table_len(self, name: str) -> int:
         """Rows of the named table, without making it where the engine can."""
-    def tcp_series_by_direction(self) -> list[tuple[int, str, int, bytes, bytes]]:
+    def tcp_series_by_direction(
+        self, stream: int | None = None
+    ) -> list[tuple[int, str, int, bytes, bytes]]:
         """The ``tcp_series`` rows that carried payload, grouped by (stream, direction)
         in table order, without making the table: ``(stream, direction, interval_ns,
         throughput_bps, receive_window)``, the last two native-endian float64 bytes
-        (NaN where no window was seen)."""
+        (NaN where no window was seen); ``stream``: that connection's only."""
+    def tcp_series_window_medians(self) -> list[tuple[int, str, float]]:
+        """The median receive window offered to each sender direction over its
+        ``tcp_series`` bins with payload (those that saw a window): ``(stream, direction,
+        median)`` in table order; the median of an even count is the mean of the middle
+        two, as ``statistics.median``."""
     def tcp_events_by_stream(
         self, start: int, stop: int, labels: list[tuple[str, str]], part: str = "all"
     ) -> tuple[

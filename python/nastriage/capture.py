@@ -481,19 +481,36 @@ class Capture:
             return None
         return _grouped_events(analysis, rows, part)
 
-    def tcp_series_by_direction(self) -> list[SeriesGroup] | None:
+    def tcp_series_by_direction(self, stream: int | None = None) -> list[SeriesGroup] | None:
         """The ``tcp_series`` rows that carried payload grouped by (stream, direction) by
         the engine, without making the table (``Analysis.tcp_series_by_direction``):
         ``(stream, direction, interval_ns, throughput_bps, receive_window)``, the last two
-        native-endian float64 bytes (NaN: no window); None when the tables do not come
-        from a live analysis."""
+        native-endian float64 bytes (NaN: no window); ``stream``: that connection's only.
+        None when the tables do not come from a live analysis."""
+        analysis = self._live_series()
+        if analysis is None:
+            return None
+        groups: list[SeriesGroup] = analysis.tcp_series_by_direction(stream)
+        return groups
+
+    def tcp_series_window_medians(self) -> list[tuple[int, str, float]] | None:
+        """The median receive window offered to each sender direction over its
+        ``tcp_series`` bins with payload, by the engine (``(stream, direction, median)``);
+        None when the tables do not come from a live analysis."""
+        analysis = self._live_series()
+        if analysis is None:
+            return None
+        medians: list[tuple[int, str, float]] = analysis.tcp_series_window_medians()
+        return medians
+
+    def _live_series(self) -> Any:
+        """The engine's analysis, if the tables come from one with ``tcp_series``."""
         from nastriage import _core
 
         analysis: Any = self._analysis  # (a stand-in in tests)
         if not isinstance(analysis, _core.Analysis) or "tcp_series" not in self.table_names:
             return None
-        groups: list[SeriesGroup] = analysis.tcp_series_by_direction()
-        return groups
+        return analysis
 
     def tables(self) -> dict[str, pa.Table]:
         """All result tables by name."""

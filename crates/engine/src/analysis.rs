@@ -237,9 +237,15 @@ impl Analysis {
 
     /// The `tcp_series` rows with payload, grouped by stream and sender
     /// direction (three of the table's columns), without making the table:
-    /// what the diagnosis reads of it.
-    pub fn tcp_series_by_direction(&self) -> Vec<crate::tcp::DirectionSeries> {
-        crate::tcp::tables::series_by_direction(&self.tcp, &self.conversations)
+    /// what the diagnosis reads of it (`stream`: that connection's only).
+    pub fn tcp_series_by_direction(&self, stream: Option<u32>) -> Vec<crate::tcp::DirectionSeries> {
+        crate::tcp::tables::series_by_direction(&self.tcp, &self.conversations, stream)
+    }
+
+    /// The median receive window offered to each sender direction over its
+    /// `tcp_series` bins with payload: (stream, direction, median).
+    pub fn tcp_series_window_medians(&self) -> Vec<(u32, &'static str, f64)> {
+        crate::tcp::tables::series_window_medians(&self.tcp, &self.conversations)
     }
 
     /// Rows of a table (None for an unknown name), without making

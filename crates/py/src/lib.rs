@@ -133,11 +133,24 @@ impl PyAnalysis {
             .ok_or_else(|| PyKeyError::new_err(format!("no table named {name:?}")))
     }
 
+    /// The median receive window offered to each sender direction over its
+    /// `tcp_series` bins with payload: `(stream, direction, median)` tuples.
+    fn tcp_series_window_medians<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let medians = py.detach(|| self.inner.tcp_series_window_medians());
+        PyList::new(py, medians)
+    }
+
     /// The `tcp_series` rows with payload grouped by (stream, direction):
     /// `[(stream, direction, interval_ns, throughput_bps, receive_window)]`,
-    /// the last two native-endian f64 bytes (NaN: no window seen).
-    fn tcp_series_by_direction<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let groups = py.detach(|| self.inner.tcp_series_by_direction());
+    /// the last two native-endian f64 bytes (NaN: no window seen); `stream`:
+    /// that connection's only.
+    #[pyo3(signature = (stream=None))]
+    fn tcp_series_by_direction<'py>(
+        &self,
+        py: Python<'py>,
+        stream: Option<u32>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let groups = py.detach(|| self.inner.tcp_series_by_direction(stream));
         let f64_bytes = |v: &[f64]| -> Vec<u8> { v.iter().flat_map(|x| x.to_ne_bytes()).collect() };
         let items = groups
             .iter()

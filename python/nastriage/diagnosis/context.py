@@ -11,6 +11,7 @@ import bisect
 import itertools
 import math
 import re
+import statistics
 from array import array
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
@@ -252,6 +253,17 @@ class SeriesBins:
         self.window = array("d")  # receive_window
 
 
+def _bins_of(group: list[Any]) -> SeriesBins:
+    """The bins of one engine group's ``[interval_ns, throughput bytes, window bytes]``
+    (see :meth:`nastriage.capture.Capture.tcp_series_by_direction`)."""
+    interval_ns, rate, window = group
+    bins = SeriesBins()
+    bins.rate.frombytes(rate)
+    bins.window.frombytes(window)
+    bins.interval_ns.extend(itertools.repeat(interval_ns, len(bins.rate)))
+    return bins
+
+
 class Context:
     """The tables of one capture, for the rules. Cheap to create; loads lazily."""
 
@@ -389,8 +401,46 @@ class Context:
 
     @property
     def series(self) -> dict[tuple[int, str], SeriesBins]:
-        """(stream, sender direction) -> its ``tcp_series`` bins that carried data."""
+        """(stream, sender direction) -> its ``tcp_series`` bins that carried data, every
+        direction's at once. The rules read :attr:`series_windows` and
+        :meth:`series_bins` instead: with thousands of connections these were tens of MB
+        of Python values."""
         return self._cached("series", self._build_series)  # type: ignore[no-any-return]
+
+    @property
+    def series_windows(self) -> dict[tuple[int, str], float]:
+        """(stream, sender direction) -> the median receive window offered to it over
+        its ``tcp_series`` bins that carried data (directions without a window left
+        out)."""
+        return self._cached("series_windows", self._build_series_windows)  # type: ignore[no-any-return]
+
+    def _build_series_windows(self) -> dict[tuple[int, str], float]:
+        # A live analysis takes the medians itself, a direction at a time.
+        medians = getattr(self.capture, "tcp_series_window_medians", None)
+        found = medians() if medians is not None else None
+        if found is not None:
+            return {(stream, d): m for stream, d, m in found}
+        out: dict[tuple[int, str], float] = {}
+        for key, bins in self.series.items():
+            windows = [w for w in bins.window if not math.isnan(w)]
+            if windows:
+                out[key] = statistics.median(windows)
+        return out
+
+    def series_bins(self, stream: int, direction: str) -> SeriesBins | None:
+        """One sender direction's ``tcp_series`` bins that carried data (None without
+        any): from a live analysis, that connection's alone."""
+        grouped = getattr(self.capture, "tcp_series_by_direction", None)
+        if "series" in self._cache or grouped is None:
+            return self.series.get((stream, direction))
+        per_stream: dict[int, dict[str, SeriesBins]] = self._cached("series_of", dict)
+        found = per_stream.get(stream)
+        if found is None:
+            groups = grouped(stream)
+            if groups is None:  # (tables not from a live analysis)
+                return self.series.get((stream, direction))
+            found = per_stream[stream] = {d: _bins_of(group) for _, d, *group in groups}
+        return found.get(direction)
 
     def _build_series(self) -> dict[tuple[int, str], SeriesBins]:
         out: dict[tuple[int, str], SeriesBins] = {}
@@ -398,11 +448,8 @@ class Context:
         grouped = getattr(self.capture, "tcp_series_by_direction", None)
         found = grouped() if grouped is not None else None
         if found is not None:
-            for stream, d, interval_ns, rate, window in found:
-                group = out[(stream, d)] = SeriesBins()
-                group.rate.frombytes(rate)
-                group.window.frombytes(window)
-                group.interval_ns.extend(itertools.repeat(interval_ns, len(group.rate)))
+            for stream, d, *group in found:
+                out[(stream, d)] = _bins_of(group)
             return out
         t = self.table("tcp_series")
         if t is None:

@@ -248,12 +248,16 @@ impl Series {
     /// Every kept bin: (stream, dir, bin start ns, bin), by stream, direction
     /// and time.
     pub fn iter(&self) -> impl Iterator<Item = (u32, usize, i64, &Bin)> + '_ {
+        (0..self.bins.len() as u32).flat_map(move |s| self.iter_stream(s))
+    }
+
+    /// One stream's kept bins, as [`Series::iter`] gives them.
+    pub fn iter_stream(&self, s: u32) -> impl Iterator<Item = (u32, usize, i64, &Bin)> + '_ {
         let iv = self.interval;
-        self.bins.iter().enumerate().flat_map(move |(s, dirs)| {
-            dirs.iter()
-                .enumerate()
-                .flat_map(move |(d, v)| v.iter().map(move |(i, b)| (s as u32, d, i * iv, b)))
-        })
+        let dirs = self.bins.get(s as usize).map_or(&[][..], |d| &d[..]);
+        dirs.iter()
+            .enumerate()
+            .flat_map(move |(d, v)| v.iter().map(move |(i, b)| (s, d, i * iv, b)))
     }
 }
 

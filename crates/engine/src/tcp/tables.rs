@@ -624,8 +624,16 @@ fn series_rows<'a>(
     t: &'a TcpAnalysis,
     convs: &'a ConversationTable,
 ) -> impl Iterator<Item = (u32, usize, &'static str, i64, &'a Bin)> + 'a {
+    named_rows(convs, t.series().iter())
+}
+
+/// Series rows with their direction's name ("c2s", "s2c").
+fn named_rows<'a>(
+    convs: &'a ConversationTable,
+    rows: impl Iterator<Item = (u32, usize, i64, &'a Bin)> + 'a,
+) -> impl Iterator<Item = (u32, usize, &'static str, i64, &'a Bin)> + 'a {
     let mut client_of = (u32::MAX, 0usize);
-    t.series().iter().map(move |(s, d, t0, b)| {
+    rows.map(move |(s, d, t0, b)| {
         if client_of.0 != s {
             client_of = (
                 s,
@@ -662,13 +670,22 @@ pub struct DirectionSeries {
 /// table order, without making the table: on thousands of connections the
 /// table was 12 columns of some hundred thousand rows that the diagnosis
 /// read only to regroup three of them.
+///
+/// `stream`: that connection's only (the loss analysis reads the rates of
+/// a few connections; every connection's, held at once as Python values,
+/// were some 27 MB with 8,640 connections open).
 pub(crate) fn series_by_direction(
     t: &TcpAnalysis,
     convs: &ConversationTable,
+    stream: Option<u32>,
 ) -> Vec<DirectionSeries> {
     let iv = t.series().interval_ns();
     let mut out: Vec<DirectionSeries> = Vec::new();
-    for (s, d, direction, _, b) in series_rows(t, convs) {
+    let rows: Box<dyn Iterator<Item = _>> = match stream {
+        Some(s) => Box::new(named_rows(convs, t.series().iter_stream(s))),
+        None => Box::new(series_rows(t, convs)),
+    };
+    for (s, d, direction, _, b) in rows {
         if b.bytes == 0 {
             continue;
         }
@@ -692,6 +709,47 @@ pub(crate) fn series_by_direction(
             .receive_window
             .push(bin_window(t, s, d, b).map_or(f64::NAN, |w| w as f64));
     }
+    out
+}
+
+/// The median receive window offered to each sender direction over its
+/// `tcp_series` bins that carried payload and saw a window: (stream,
+/// direction, median), in table order (what the receive-window rule reads
+/// of the series, made a direction at a time). The median of an even count
+/// is the mean of the middle two, as Python's `statistics.median`.
+pub(crate) fn series_window_medians(
+    t: &TcpAnalysis,
+    convs: &ConversationTable,
+) -> Vec<(u32, &'static str, f64)> {
+    let mut out = Vec::new();
+    let mut cur: Option<(u32, &'static str)> = None;
+    let mut windows: Vec<f64> = Vec::new();
+    let mut flush = |key: Option<(u32, &'static str)>, windows: &mut Vec<f64>| {
+        if let (Some((s, d)), false) = (key, windows.is_empty()) {
+            windows.sort_unstable_by(f64::total_cmp);
+            let n = windows.len();
+            let median = if n % 2 == 1 {
+                windows[n / 2]
+            } else {
+                (windows[n / 2 - 1] + windows[n / 2]) / 2.0
+            };
+            out.push((s, d, median));
+        }
+        windows.clear();
+    };
+    for (s, d, direction, _, b) in series_rows(t, convs) {
+        if b.bytes == 0 {
+            continue;
+        }
+        if cur != Some((s, direction)) {
+            flush(cur, &mut windows);
+            cur = Some((s, direction));
+        }
+        if let Some(w) = bin_window(t, s, d, b) {
+            windows.push(w as f64);
+        }
+    }
+    flush(cur, &mut windows);
     out
 }
 

@@ -57,7 +57,7 @@ def _significant_loss(ctx: Context, la: LossAnalysis) -> bool:
 def _peak_rate_bps(ctx: Context, stream: int, d: str, rtt_ms: float | None) -> float | None:
     """The 90th percentile of the per-bin rate in ``tcp_series`` (bins at least one RTT
     wide): about the bottleneck's rate when the sender keeps it busy."""
-    bins = ctx.series.get((stream, d))
+    bins = ctx.series_bins(stream, d)
     if bins is None:
         return None
     rates = sorted(

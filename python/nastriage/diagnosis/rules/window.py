@@ -3,9 +3,6 @@ window ÷ RTT (window scaling off, or small buffers)."""
 
 from __future__ import annotations
 
-import math
-import statistics
-
 from nastriage.diagnosis.context import Context, reverse
 from nastriage.diagnosis.finding import Evidence, Finding, Impact
 from nastriage.diagnosis.rules._util import (
@@ -21,12 +18,7 @@ from nastriage.diagnosis.timeline import profile
 
 def _series_window(ctx: Context) -> dict[tuple[int, str], float]:
     """Median receive window offered to each (stream, sender direction), from tcp_series."""
-    out: dict[tuple[int, str], float] = {}
-    for key, bins in ctx.series.items():
-        windows = [w for w in bins.window if not math.isnan(w)]
-        if windows:
-            out[key] = statistics.median(windows)
-    return out
+    return ctx.series_windows
 
 
 def receive_window_limited(ctx: Context) -> list[Finding]:
