@@ -27,9 +27,10 @@ use serde::Serialize;
 
 use crate::spill::{Codec, Packed, Spill};
 
-/// How a sweep's points are sorted: by comparison, or by radix (sorting
-/// was half of the digest's sweeps: `bench/README.md`): the time profile's
-/// points packed in a `u64`, the other sweeps' tuples by their fields
+/// How a sweep's points are sorted when they are not nearly in order (see
+/// [`InOrder::sort_waiting`]): by comparison, or by radix (sorting was half
+/// of the digest's sweeps: `bench/README.md`): the time profile's points
+/// packed in a `u64`, the other sweeps' tuples by their fields
 /// ([`radix_sort_words`]). Every way gives the same order (equal keys are
 /// the same point).
 pub(crate) trait SortPoints: Ord + Sized {

@@ -9,9 +9,12 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-/// Lists kept, at most: beyond them (a capture of many odd COMPOUNDs) a
-/// list is made each time, as before.
+/// Lists kept, at most, and the longest kept: beyond them (a capture of
+/// many odd COMPOUNDs; a COMPOUND may name thousands of operations) a list
+/// is made each time, as before. What is kept stays under half a megabyte
+/// per kind of list.
 const KEPT: usize = 1024;
+const KEPT_LEN: usize = 16;
 
 /// The texts of lists of numbers, each number named by the same function.
 #[derive(Debug, Default)]
@@ -33,7 +36,7 @@ impl Joined {
             s.push_str(name(c));
         }
         let s: Arc<str> = s.into();
-        if self.made.len() < KEPT {
+        if self.made.len() < KEPT && codes.len() <= KEPT_LEN {
             self.made
                 .insert(SmallVec::from_slice(codes), Arc::clone(&s));
         }
@@ -83,5 +86,18 @@ mod tests {
         let b = j.text(&[late, late], name);
         assert_eq!(a, b);
         assert!(!Arc::ptr_eq(&a, &b), "not kept");
+    }
+
+    #[test]
+    fn long_lists_are_made_each_time() {
+        let mut j = Joined::default();
+        let long: Vec<u32> = (0..KEPT_LEN as u32 + 1).collect();
+        let a = j.text(&long, name);
+        let b = j.text(&long, name);
+        assert_eq!(a, b);
+        assert!(!Arc::ptr_eq(&a, &b), "not kept");
+        assert!(j.made.is_empty());
+        let a = j.text(&long[..KEPT_LEN], name);
+        assert!(Arc::ptr_eq(&a, &j.text(&long[..KEPT_LEN], name)), "kept");
     }
 }
