@@ -105,3 +105,55 @@ def test_settle_drops_the_file_from_the_cache_then_reads_it(
     monkeypatch.delattr(bench.os, "posix_fadvise")
     bench.settle(capture)
     assert calls == ["warm c.pcap"]
+
+
+def test_two_files_forms_run_in_rounds_and_speedups_are_paired(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """The two-file forms (one after the other, two processes at once, one after the other
+    on one core) run once per round in a rotating order, and each speed-up is taken within
+    a round: a round run at half speed leaves them as they are."""
+    bench = _bench()
+    a, b = tmp_path / "a.pcap", tmp_path / "b.pcap"
+    for f in (a, b):
+        f.write_bytes(b"\0" * 1000)
+    order: list[str] = []
+    slow = {1: 2.0}  # the second round runs at half speed
+
+    def factor() -> float:
+        # (Three forms a round.)
+        return slow.get(len(order) // 3, 1.0)
+
+    def run_one(cmd: list[str], stdout: Any, workdir: Any) -> dict[str, Any]:
+        # One file: 0.6 s on two cores, 1.0 s on one; counted as a form by its second file.
+        one_core = cmd[0] == "/usr/bin/taskset"
+        wall = (1.0 if one_core else 0.6) * factor()
+        return {"wall_s": wall, "cpu_s": 1.0 if one_core else 0.9, "exit_code": 0,
+                "peak_rss_mb": 30.0, "cmd": cmd}  # fmt: skip
+
+    def sum_runs(ra: dict[str, Any], rb: dict[str, Any]) -> dict[str, Any]:
+        order.append("one_core" if ra["cmd"][0] == "/usr/bin/taskset" else "sequential")
+        return {k: ra[k] + rb[k] for k in ("wall_s", "cpu_s")} | {
+            "exit_code": 0, "peak_rss_mb": 30.0}  # fmt: skip
+
+    def run_concurrent(cmds: list[list[str]], workdir: Any) -> dict[str, Any]:
+        wall = 0.7 * factor()
+        order.append("concurrent")
+        kid = {"wall_s": wall, "cpu_s": 0.9, "exit_code": 0, "peak_rss_mb": 31.0, "stderr_tail": ""}
+        return {"wall_s": wall, "children": [kid, dict(kid)]}
+
+    monkeypatch.setattr(bench, "settle", lambda path: None)
+    monkeypatch.setattr(bench, "split_in_two", lambda path, workdir: None)
+    monkeypatch.setattr(bench.shutil, "which", lambda name: "/usr/bin/taskset")
+    monkeypatch.setattr(bench, "run_one", run_one)
+    monkeypatch.setattr(bench, "_sum_runs", sum_runs)
+    monkeypatch.setattr(bench, "run_concurrent", run_concurrent)
+    out = bench.bench_two_files(a, b, ["nastriage"], 3, tmp_path)
+    rounds = [order[i : i + 3] for i in range(0, 9, 3)]
+    assert all(sorted(r) == ["concurrent", "one_core", "sequential"] for r in rounds)
+    assert [r[0] for r in rounds] == ["sequential", "concurrent", "one_core"]
+    # 1.2 s one after the other and 2.0 s on one core, against 0.7 s at once, every round.
+    assert out["speedups_concurrent"] == [1.2 / 0.7] * 3
+    assert out["speedups_over_one_core"] == [2.0 / 0.7] * 3
+    assert out["speedup_over_one_core"] == 2.0 / 0.7
+    assert out["concurrent"]["wall_s"] == 0.7
