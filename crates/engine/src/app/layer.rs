@@ -7,7 +7,7 @@ use std::net::IpAddr;
 use nastriage_net::{tcp_flags, IpInfo, TcpSegment, UdpDatagram};
 
 use super::rpc::{RpcParser, SharedRef};
-use super::smb2::Smb2Parser;
+use super::smb2::{Smb2Parser, SpareRequests};
 use super::{Ctx, StreamParser};
 use crate::reassembly::{Chunk, Reassembler, Segment};
 use crate::transactions::TransactionLog;
@@ -68,6 +68,8 @@ pub struct AppLayer {
     pub log: TransactionLog,
     /// State shared by the RPC parsers (file handle → name map).
     rpc: SharedRef,
+    /// Request boxes shared by the SMB2 parsers.
+    smb_spare: SpareRequests,
     udp: HashMap<(UdpEndpoint, UdpEndpoint), UdpFlow>,
     udp_flows: u32,
     udp_untracked: u64,
@@ -85,10 +87,10 @@ fn detect(payload: &[u8]) -> Option<AppKind> {
     None
 }
 
-fn make(kind: AppKind, stream: u32, rpc: &SharedRef) -> Box<dyn StreamParser> {
+fn make(kind: AppKind, stream: u32, rpc: &SharedRef, smb: &SpareRequests) -> Box<dyn StreamParser> {
     match kind {
         AppKind::Rpc => Box::new(RpcParser::new(stream, rpc.clone())),
-        AppKind::Smb => Box::new(Smb2Parser::new(stream)),
+        AppKind::Smb => Box::new(Smb2Parser::with_spares(stream, smb.clone())),
     }
 }
 
@@ -117,7 +119,9 @@ impl AppLayer {
                     .find(|(p, _)| *p == tcp.src_port || *p == tcp.dst_port)
                     .map(|(_, k)| *k);
                 match forced.or_else(|| detect(tcp.payload)) {
-                    Some(kind) => flow.app = App::Parsing(make(kind, stream, &self.rpc)),
+                    Some(kind) => {
+                        flow.app = App::Parsing(make(kind, stream, &self.rpc, &self.smb_spare))
+                    }
                     None => {
                         *seen += 1;
                         // A capture that starts mid-connection shows a

@@ -53,6 +53,8 @@ pub struct Shared {
     pub names: NameMap,
     /// NFSv4 COMPOUND operation and status lists as text, made once each.
     pub texts: joined::CompoundTexts,
+    /// Boxes of answered calls, for the next calls of any connection.
+    pub(crate) spare: super::spares::Spares<PendingCall>,
     /// Records whose RPC header was not captured or did not decode.
     pub undecoded: u64,
     /// Records dropped by the framers because their start was not RPC.
@@ -109,7 +111,6 @@ struct Core {
     endpoints: Option<[(IpAddr, u16); 2]>,
     pending: PendingCalls,
     /// Boxes of logged calls, for the next calls.
-    spare: super::spares::Spares<PendingCall>,
     answered: RecentlyAnswered,
     shared: SharedRef,
 }
@@ -124,7 +125,6 @@ impl RpcParser {
                 transport: "tcp",
                 endpoints: None,
                 pending: PendingCalls::default(),
-                spare: Default::default(),
                 answered: RecentlyAnswered::default(),
                 shared,
             },
@@ -341,12 +341,12 @@ impl Core {
             if let Some(mut old) = self.pending.remove(&key) {
                 old.tx.note = Some("XID reused by another call before any reply".into());
                 ctx.log.push_from(&mut old.tx);
-                self.spare.give(old);
+                self.shared.borrow_mut().spare.give(old);
             }
         }
         // Made in its box (its transaction is about 570 bytes), where it
         // stays until logged.
-        let mut call = self.spare.take();
+        let mut call = self.shared.borrow_mut().spare.take();
         let PendingCall { tx, ctx: rc, .. } = &mut *call;
         tx.protocol = progs::protocol(h.prog);
         tx.version = h.vers;
@@ -418,7 +418,7 @@ impl Core {
                 "evicted unanswered: more than {MAX_OUTSTANDING} outstanding calls"
             ));
             ctx.log.push_from(&mut old.tx);
-            self.spare.give(old);
+            self.shared.borrow_mut().spare.give(old);
         }
     }
 
@@ -498,7 +498,7 @@ impl Core {
         tx.reply = Some(span);
         self.answered.insert((1 - dir, xid), span.last_frame);
         ctx.log.push_from(tx);
-        self.spare.give(p);
+        self.shared.borrow_mut().spare.give(p);
     }
 
     fn finish(&mut self, ctx: &mut Ctx<'_>) {

@@ -1103,3 +1103,59 @@ fn prefix_suffices_only_for_a_trailing_payload_already_begun() {
     let then = v4_reply(4, 0, &[sequence_res(0), (25, 0, r4.buf), (9, 0, g.buf)]);
     assert!(!reply_says(&rc(4, 1), &then, 256));
 }
+
+/// The connections of an analysis share one pool of call boxes: a box freed
+/// by one connection's reply serves another connection's next call, emptied.
+#[test]
+fn connections_share_their_call_boxes() {
+    let (mut s, fh) = server_with_file();
+    let read = Call::Read {
+        fh,
+        offset: 4096,
+        count: 512,
+    };
+    let shared = SharedRef::default();
+    let mut log = TransactionLog::default();
+    let mut feed = |p: &mut RpcParser, stream: u32, dir: u8, off: u64, frame: u64, b: &[u8]| {
+        let c = Chunk::Data {
+            offset: off,
+            bytes: b,
+            frame,
+            ts: frame as i64 * 1000,
+        };
+        p.chunk(
+            dir,
+            c,
+            &mut Ctx {
+                stream,
+                log: &mut log,
+            },
+        );
+    };
+    let (mut a, mut b) = (
+        RpcParser::new(1, shared.clone()),
+        RpcParser::new(2, shared.clone()),
+    );
+    let call = record_mark(&nfs3(1, &read));
+    let reply = record_mark(&nfs3_reply(1, &mut s, &read));
+    feed(&mut a, 1, 0, 0, 1, &call);
+    feed(&mut a, 1, 1, 0, 2, &reply);
+    assert_eq!(shared.borrow().spare.kept(), 1, "a's box back in the pool");
+    feed(&mut b, 2, 0, 0, 3, &record_mark(&nfs3(9, &Call::Null)));
+    assert_eq!(shared.borrow().spare.kept(), 0, "b took it");
+    feed(
+        &mut b,
+        2,
+        1,
+        0,
+        4,
+        &record_mark(&nfs3_reply(9, &mut s, &Call::Null)),
+    );
+    assert_eq!(shared.borrow().spare.kept(), 1);
+    let log = LogView::new(log);
+    let t = &log.transactions[1];
+    assert_eq!(
+        (t.stream, &*t.op, t.offset, t.count),
+        (2, "NULL", None, None)
+    );
+}

@@ -122,7 +122,7 @@ impl<K: std::hash::Hash + Eq + Clone, V> Bounded<K, V> {
 
 /// A request waiting for its response.
 #[derive(Default)]
-struct Pending {
+pub(crate) struct Pending {
     tx: Transaction,
     /// TREE_CONNECT: the path, mapped to the TreeId of the response.
     tree_path: Option<FileName>,
@@ -150,6 +150,9 @@ struct Chain {
     file_name: Option<FileName>,
 }
 
+/// The request boxes shared by an analysis' SMB2 parsers.
+pub(crate) type SpareRequests = super::spares::SharedSpares<Pending>;
+
 pub struct Smb2Parser {
     stream: u32,
     framers: [Framer; 2],
@@ -158,8 +161,8 @@ pub struct Smb2Parser {
     /// room for eleven; most connections have a few outstanding (see
     /// `PendingCalls` of RPC).
     pending: BTreeMap<u64, Box<Pending>>,
-    /// Boxes of logged requests, for the next requests.
-    spare: super::spares::Spares<Pending>,
+    /// Boxes of logged requests, for the next requests of any connection.
+    spare: SpareRequests,
     /// Responses whose request has not been seen (yet).
     early: BTreeMap<u64, (u8, Member, PduSpan, FrameFlags)>,
     files: Bounded<[u8; 16], FileName>,
@@ -202,13 +205,21 @@ fn body_file_id(b: &Smb2Body) -> Option<[u8; 16]> {
 }
 
 impl Smb2Parser {
+    /// Parser of TCP connection `stream`, with a pool of request boxes of
+    /// its own.
     pub fn new(stream: u32) -> Self {
+        Self::with_spares(stream, SpareRequests::default())
+    }
+
+    /// Parser of TCP connection `stream`, taking its request boxes from
+    /// `spare` (shared by the connections of an analysis).
+    pub(crate) fn with_spares(stream: u32, spare: SpareRequests) -> Self {
         Smb2Parser {
             stream,
             framers: [Framer::default(), Framer::default()],
             events: Vec::new(),
             pending: BTreeMap::new(),
-            spare: Default::default(),
+            spare,
             early: BTreeMap::new(),
             files: Bounded::new(MAX_FILES),
             trees: Bounded::new(MAX_TREES),
@@ -316,7 +327,7 @@ impl Smb2Parser {
         let (version, minor_version) = self.version();
         // Made in its box (its transaction is about 570 bytes), where it
         // stays until logged.
-        let mut pend = self.spare.take();
+        let mut pend = self.spare.borrow_mut().take();
         let tx = &mut pend.tx;
         tx.protocol = "smb2";
         tx.version = version;
@@ -399,14 +410,14 @@ impl Smb2Parser {
             // CANCEL has no response (the cancelled request gets one).
             pend.tx.note = Some("CANCEL has no response".into());
             ctx.log.push_from(&mut pend.tx);
-            self.spare.give(pend);
+            self.spare.borrow_mut().give(pend);
             return;
         }
         let id = h.message_id;
         if let Some(p) = self.pending.get_mut(&id) {
             // The same MessageId again before its response.
             p.tx.retransmissions += 1;
-            self.spare.give(pend);
+            self.spare.borrow_mut().give(pend);
             return;
         }
         // A response delivered before its request (out-of-order data).
@@ -428,7 +439,7 @@ impl Smb2Parser {
                 ctx.log.smb2_evicted_requests += 1;
                 old.tx.note = Some("evicted: too many outstanding requests".into());
                 ctx.log.push_from(&mut old.tx);
-                self.spare.give(old);
+                self.spare.borrow_mut().give(old);
             }
         }
         self.pending.insert(id, pend);
@@ -554,7 +565,7 @@ impl Smb2Parser {
             tx.file_handle = chain_fid.map(|f| IdBytes::from_slice(&f));
         }
         ctx.log.push_from(tx);
-        self.spare.give(p);
+        self.spare.borrow_mut().give(p);
     }
 
     fn warn(&self, ctx: &mut Ctx<'_>) {
