@@ -115,7 +115,7 @@ def _bins(b: Any) -> tuple[list[Any], ...]:
 
 def _check(path: str) -> int:
     from nastriage.capture import Capture
-    from nastriage.diagnosis.context import Context, SeriesBins
+    from nastriage.diagnosis.context import Context, SeriesBins, _bins_of
     from nastriage.diagnosis.events import EventsByStream, rto_seconds
     from nastriage.diagnosis.rules.loss import _peak_rate_bps
     from nastriage.diagnosis.rules.window import _series_window
@@ -167,13 +167,15 @@ def _check(path: str) -> int:
     assert _series_window(tables_only) == windows
     # The engine's grouping of the series gives what grouping the table's rows gives
     # (the same bins, in the same order), whole and one connection at a time.
-    from_table = tables_only._build_series()
+    from_table = tables_only.series
     for k, v in from_table.items():
         one = Context(capture).series_bins(*k)
         assert one is not None and _bins(one) == _bins(v), k
         assert _bins(tables_only.series_bins(*k) or SeriesBins()) == _bins(v), k
     assert Context(capture).series_bins(10**6, "c2s") is None
-    assert [(k, _bins(v)) for k, v in ctx.series.items()] == [
+    whole = capture.tcp_series_by_direction()
+    assert whole is not None
+    assert [((s, d), _bins(_bins_of(group))) for s, d, *group in whole] == [
         (k, _bins(v)) for k, v in from_table.items()
     ]
     keys = {(int(s), str(d)) for s, d in zip(rows["stream"], rows["direction"])}

@@ -402,9 +402,10 @@ class Context:
     @property
     def series(self) -> dict[tuple[int, str], SeriesBins]:
         """(stream, sender direction) -> its ``tcp_series`` bins that carried data, every
-        direction's at once. The rules read :attr:`series_windows` and
-        :meth:`series_bins` instead: with thousands of connections these were tens of MB
-        of Python values."""
+        direction's at once, from the table: for tables that do not come from a live
+        analysis (which hands over :attr:`series_windows` and :meth:`series_bins` itself:
+        with thousands of connections every direction's bins were tens of MB of Python
+        values)."""
         return self._cached("series", self._build_series)  # type: ignore[no-any-return]
 
     @property
@@ -430,13 +431,11 @@ class Context:
     def series_bins(self, stream: int, direction: str) -> SeriesBins | None:
         """One sender direction's ``tcp_series`` bins that carried data (None without
         any): from a live analysis, that connection's alone."""
-        grouped = getattr(self.capture, "tcp_series_by_direction", None)
-        if "series" in self._cache or grouped is None:
-            return self.series.get((stream, direction))
         per_stream: dict[int, dict[str, SeriesBins]] = self._cached("series_of", dict)
         found = per_stream.get(stream)
         if found is None:
-            groups = grouped(stream)
+            grouped = getattr(self.capture, "tcp_series_by_direction", None)
+            groups = grouped(stream) if grouped is not None else None
             if groups is None:  # (tables not from a live analysis)
                 return self.series.get((stream, direction))
             found = per_stream[stream] = {d: _bins_of(group) for _, d, *group in groups}
@@ -444,13 +443,6 @@ class Context:
 
     def _build_series(self) -> dict[tuple[int, str], SeriesBins]:
         out: dict[tuple[int, str], SeriesBins] = {}
-        # A live analysis groups the bins itself (the table is a dozen columns).
-        grouped = getattr(self.capture, "tcp_series_by_direction", None)
-        found = grouped() if grouped is not None else None
-        if found is not None:
-            for stream, d, *group in found:
-                out[(stream, d)] = _bins_of(group)
-            return out
         t = self.table("tcp_series")
         if t is None:
             return out

@@ -248,7 +248,12 @@ impl Series {
     /// Every kept bin: (stream, dir, bin start ns, bin), by stream, direction
     /// and time.
     pub fn iter(&self) -> impl Iterator<Item = (u32, usize, i64, &Bin)> + '_ {
-        (0..self.bins.len() as u32).flat_map(move |s| self.iter_stream(s))
+        (0..self.streams()).flat_map(move |s| self.iter_stream(s))
+    }
+
+    /// Streams with bins are below this.
+    pub fn streams(&self) -> u32 {
+        self.bins.len() as u32
     }
 
     /// One stream's kept bins, as [`Series::iter`] gives them.

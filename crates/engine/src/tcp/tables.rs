@@ -715,41 +715,31 @@ pub(crate) fn series_by_direction(
 /// The median receive window offered to each sender direction over its
 /// `tcp_series` bins that carried payload and saw a window: (stream,
 /// direction, median), in table order (what the receive-window rule reads
-/// of the series, made a direction at a time). The median of an even count
-/// is the mean of the middle two, as Python's `statistics.median`.
+/// of the series: [`series_by_direction`] a connection at a time). The
+/// median of an even count is the mean of the middle two, as Python's
+/// `statistics.median`.
 pub(crate) fn series_window_medians(
     t: &TcpAnalysis,
     convs: &ConversationTable,
 ) -> Vec<(u32, &'static str, f64)> {
     let mut out = Vec::new();
-    let mut cur: Option<(u32, &'static str)> = None;
-    let mut windows: Vec<f64> = Vec::new();
-    let mut flush = |key: Option<(u32, &'static str)>, windows: &mut Vec<f64>| {
-        if let (Some((s, d)), false) = (key, windows.is_empty()) {
+    for stream in 0..t.series().streams() {
+        for g in series_by_direction(t, convs, Some(stream)) {
+            let mut windows: Vec<f64> = g
+                .receive_window
+                .into_iter()
+                .filter(|w| !w.is_nan())
+                .collect();
             windows.sort_unstable_by(f64::total_cmp);
             let n = windows.len();
-            let median = if n % 2 == 1 {
-                windows[n / 2]
-            } else {
-                (windows[n / 2 - 1] + windows[n / 2]) / 2.0
+            let median = match n {
+                0 => continue,
+                _ if n % 2 == 1 => windows[n / 2],
+                _ => (windows[n / 2 - 1] + windows[n / 2]) / 2.0,
             };
-            out.push((s, d, median));
-        }
-        windows.clear();
-    };
-    for (s, d, direction, _, b) in series_rows(t, convs) {
-        if b.bytes == 0 {
-            continue;
-        }
-        if cur != Some((s, direction)) {
-            flush(cur, &mut windows);
-            cur = Some((s, direction));
-        }
-        if let Some(w) = bin_window(t, s, d, b) {
-            windows.push(w as f64);
+            out.push((g.stream, g.direction, median));
         }
     }
-    flush(cur, &mut windows);
     out
 }
 
