@@ -247,6 +247,18 @@ struct Bucket {
     ranks: Vec<usize>,
 }
 
+/// The median of `v` (sorted in place), the mean of the middle two for an
+/// even count, as Python's `statistics.median`; None when empty.
+pub(crate) fn median(v: &mut [f64]) -> Option<f64> {
+    v.sort_unstable_by(f64::total_cmp);
+    let n = v.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(v[n / 2]),
+        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -308,6 +320,17 @@ mod tests {
         for v in vs {
             assert_eq!(value(key(v)).to_bits(), v.to_bits());
         }
+    }
+
+    /// As Python's `statistics.median`: the middle value, or the mean of the
+    /// middle two.
+    #[test]
+    fn median_as_statistics_median() {
+        assert_eq!(median(&mut []), None);
+        assert_eq!(median(&mut [3.0]), Some(3.0));
+        assert_eq!(median(&mut [5.0, 1.0, 3.0]), Some(3.0));
+        assert_eq!(median(&mut [4.0, 1.0, 3.0, 2.0]), Some(2.5));
+        assert_eq!(median(&mut [65535.0, 131072.0]), Some(98303.5));
     }
 
     #[test]

@@ -64,6 +64,7 @@
 //! measured reduction, paced departures alone give a BBR-like hint. See
 //! [`CwndTracker::hint`] for the confidence.
 
+use crate::order_stats::median;
 use std::collections::VecDeque;
 
 /// Reductions and regrowth slopes kept (bounded memory).
@@ -106,16 +107,6 @@ fn bin_us(ns: i64) -> usize {
         0
     } else {
         ((64 - us.leading_zeros()) as usize).min(BINS - 1)
-    }
-}
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
     }
 }
 
@@ -299,7 +290,7 @@ impl CwndTracker {
             return None;
         }
         let mut v: Vec<f64> = self.recent.iter().map(|&b| b as f64).collect();
-        Some(median(&mut v) as u64)
+        median(&mut v).map(|m| m as u64)
     }
 
     /// A data segment sent; `v` says where the capture point is.
@@ -641,7 +632,7 @@ impl CwndTracker {
         }
         let total: f64 = votes.iter().sum();
         let mut b: Vec<f64> = self.betas.iter().map(|x| f64::from(*x)).collect();
-        let beta = (n > 0).then(|| median(&mut b));
+        let beta = median(&mut b);
         let beta_text = beta.map(|beta| {
             format!(
                 "{n} loss event(s) measured: window after recovery {:.0}% of before",
@@ -728,10 +719,9 @@ impl CwndTracker {
             _ => 0.8,
         };
         let mut conf: f64 = base * share;
-        if !self.slopes.is_empty() {
-            let mut sl: Vec<f64> = self.slopes.iter().map(|x| f64::from(x.0)).collect();
-            let mut c: Vec<f64> = self.slopes.iter().map(|x| f64::from(x.1)).collect();
-            let (s, bend) = (median(&mut sl), median(&mut c));
+        let mut sl: Vec<f64> = self.slopes.iter().map(|x| f64::from(x.0)).collect();
+        let mut c: Vec<f64> = self.slopes.iter().map(|x| f64::from(x.1)).collect();
+        if let (Some(s), Some(bend)) = (median(&mut sl), median(&mut c)) {
             let shape = if bend < -0.3 {
                 "slowing down (concave)"
             } else if bend > 0.3 {

@@ -730,14 +730,9 @@ pub(crate) fn series_window_medians(
                 .into_iter()
                 .filter(|w| !w.is_nan())
                 .collect();
-            windows.sort_unstable_by(f64::total_cmp);
-            let n = windows.len();
-            let median = match n {
-                0 => continue,
-                _ if n % 2 == 1 => windows[n / 2],
-                _ => (windows[n / 2 - 1] + windows[n / 2]) / 2.0,
-            };
-            out.push((g.stream, g.direction, median));
+            if let Some(m) = crate::order_stats::median(&mut windows) {
+                out.push((g.stream, g.direction, m));
+            }
         }
     }
     out
