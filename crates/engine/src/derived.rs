@@ -27,6 +27,14 @@ impl Derived {
         }
     }
 
+    /// Copies what is kept into the calling thread's allocations (see
+    /// `crate::heap::renew`), after the pass, by the thread that ran it.
+    pub(crate) fn relocate(&mut self) {
+        self.srt.relocate();
+        self.facts.relocate();
+        self.failed.relocate();
+    }
+
     /// No more transactions.
     pub(crate) fn seal(mut self) -> Self {
         self.failed.seal();

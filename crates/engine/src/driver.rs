@@ -104,7 +104,7 @@ pub fn analyze(paths: &[String], mut opts: AnalyzeOptions<'_>) -> Result<Analysi
     let mut next_progress = opts.progress_interval;
     let (mut feeder, tcp_stage, app_stage) = pipeline::pipeline();
 
-    let (read, tcp, mut log) = std::thread::scope(|scope| {
+    let (read, mut tcp, mut log) = std::thread::scope(|scope| {
         // The two stages (see `pipeline`): each analyser is built in its own
         // thread and sees every segment in capture order.
         let stage = |name: &str| std::thread::Builder::new().name(format!("nastriage-{name}"));
@@ -243,6 +243,8 @@ pub fn analyze(paths: &[String], mut opts: AnalyzeOptions<'_>) -> Result<Analysi
     // the tables built after the pass (on this thread) cannot reuse it.
     crate::heap::give_back_free_memory();
     read?;
+    // What is kept leaves those arenas, which then go back whole.
+    crate::heap::relocate_after_pass(&mut tcp, &mut log);
 
     // Per-file link types, warnings and errors.
     let mut warnings = Vec::new();

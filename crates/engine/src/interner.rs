@@ -42,6 +42,16 @@ impl Interner {
     pub(crate) fn len(&self) -> usize {
         self.names.len()
     }
+
+    /// Copies the names into the calling thread's allocations (see
+    /// `crate::heap::renew`).
+    pub(crate) fn relocate(&mut self) {
+        for n in &mut self.names {
+            *n = n.clone();
+        }
+        crate::heap::renew(&mut self.names);
+        self.ids = self.ids.clone();
+    }
 }
 
 /// File (or share) names numbered as [`Interner`] does, but at most
@@ -55,6 +65,11 @@ pub(crate) struct FileNames {
 }
 
 impl FileNames {
+    /// See [`Interner::relocate`].
+    pub(crate) fn relocate(&mut self) {
+        self.names.relocate();
+    }
+
     pub(crate) fn id(&mut self, s: &str) -> u32 {
         if let Some(i) = self.names.get(s) {
             return i;

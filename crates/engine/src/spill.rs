@@ -51,6 +51,16 @@ const WRITE_BYTES: usize = 64 << 10;
 const JOINED_BYTES: usize = 256 << 10;
 
 impl Spill {
+    /// Copies the blocks held in memory into the calling thread's
+    /// allocations (see `crate::heap::renew`).
+    pub(crate) fn relocate(&mut self) {
+        crate::heap::renew(&mut self.pending);
+        for m in &mut self.memory {
+            crate::heap::renew(m);
+        }
+        crate::heap::renew(&mut self.memory);
+    }
+
     /// A spill that never uses a file (tests of the fallback).
     #[cfg(test)]
     pub(crate) fn in_memory() -> Self {

@@ -163,7 +163,7 @@ const SAMPLES_BLOCK: usize = 256;
 /// A group's response times: the newest in memory, blocks in the spill
 /// (exact percentiles need every one, but only at the end, and one group
 /// at a time).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct Samples {
     tail: Vec<i64>,
     /// (Most cells have one block, or none: inline.)
@@ -198,7 +198,7 @@ impl Samples {
     }
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct Group {
     calls: u64,
     errors: u64,
@@ -347,6 +347,26 @@ impl Recent {
 }
 
 impl SrtBuilder {
+    /// See [`crate::derived::Derived::relocate`]. (The maps by key are
+    /// one allocation each, of plain values: left where they are.)
+    pub(crate) fn relocate(&mut self) {
+        for (_, g) in &mut self.groups {
+            crate::heap::renew_small(&mut g.cells);
+        }
+        crate::heap::renew(&mut self.groups);
+        self.names.relocate();
+        crate::heap::renew(&mut self.ends);
+        self.files.relocate();
+        for c in &mut self.cells {
+            crate::heap::renew(&mut c.tail);
+            crate::heap::renew_small(&mut c.blocks);
+        }
+        crate::heap::renew(&mut self.cells);
+        self.spill.relocate();
+        // (The few kinds of request remembered are not needed any more.)
+        self.recent = Vec::new();
+    }
+
     fn id(&mut self, s: &str) -> u32 {
         self.names.id(s)
     }
@@ -846,6 +866,34 @@ mod tests {
             seen += 1;
         }
         assert_eq!(seen, 701);
+    }
+
+    /// A builder copied by another thread after the pass
+    /// (`SrtBuilder::relocate`) gives the same table: groups of one cell and
+    /// of many, samples in the spill and in partly filled blocks.
+    #[test]
+    fn relocated_builder_gives_the_same_table() {
+        let build = || {
+            let mut b = SrtBuilder::default();
+            for i in 0..(3 * SAMPLES_BLOCK as i64 + 40) {
+                let file = format!("f{}", i % 9);
+                let op = ["READ", "WRITE"][(i % 2) as usize];
+                b.add(&answered_request(
+                    i,
+                    op,
+                    Some(file),
+                    (i * 7919) % 900_000 + 700,
+                ));
+            }
+            b
+        };
+        let mut moved = build();
+        assert!(moved.groups.iter().any(|(_, g)| g.cells.len() > 2));
+        std::thread::scope(|s| {
+            s.spawn(|| moved.relocate());
+        });
+        let convs = ConversationTable::default();
+        assert_eq!(moved.finish(&convs), build().finish(&convs));
     }
 
     #[test]

@@ -181,6 +181,14 @@ pub struct TransactionLog {
 }
 
 impl TransactionLog {
+    /// Copies what is kept into the calling thread's allocations (see
+    /// `crate::heap::renew`), after the pass, by the thread that ran it.
+    pub(crate) fn relocate(&mut self) {
+        self.transactions.relocate();
+        self.derived.relocate();
+        crate::heap::renew(&mut self.orphan_replies);
+    }
+
     /// Log one transaction (parsers emit them as their replies arrive).
     pub fn push(&mut self, t: Transaction) {
         self.derived.add(&t, self.transactions.len() as u64);

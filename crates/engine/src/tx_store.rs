@@ -106,6 +106,17 @@ pub struct TxStore {
 }
 
 impl TxStore {
+    /// Copies what is held in memory into the calling thread's allocations
+    /// (see `crate::heap::renew`), after the pass.
+    pub(crate) fn relocate(&mut self) {
+        crate::heap::renew(&mut self.hot);
+        crate::heap::renew(&mut self.runs);
+        crate::heap::renew(&mut self.late);
+        crate::heap::renew(&mut self.late_chunks);
+        crate::heap::renew(&mut self.unencoded);
+        self.spill.relocate();
+    }
+
     pub fn len(&self) -> usize {
         self.next_seq as usize
     }

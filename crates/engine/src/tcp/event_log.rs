@@ -33,6 +33,13 @@ impl EventLog {
         }
     }
 
+    /// See [`super::TcpAnalysis::relocate`].
+    pub(crate) fn relocate(&mut self) {
+        crate::heap::renew(&mut self.blocks);
+        crate::heap::renew(&mut self.tail);
+        self.spill.relocate();
+    }
+
     /// Events so far.
     pub fn len(&self) -> usize {
         // A tail that could not be packed holds more than a block.

@@ -49,6 +49,16 @@ pub struct Sinks {
     pub episodes: Vec<Episode>,
 }
 
+impl Sinks {
+    /// See [`super::TcpAnalysis::relocate`].
+    pub(crate) fn relocate(&mut self) {
+        self.series.relocate();
+        self.segments = self.segments.clone();
+        self.seq_points = self.seq_points.clone();
+        crate::heap::renew(&mut self.episodes);
+    }
+}
+
 /// One frame, as the metrics see it.
 pub struct Input<'a, 'b> {
     pub frame: u64,
@@ -1156,6 +1166,41 @@ mod tests {
         let lim = m.dirs[1].limitation.unwrap();
         assert!((lim[0] - 500.0 / 1022.0).abs() < 1e-9, "{lim:?}");
         assert!(m.idle_count >= 1);
+    }
+
+    /// What the analysis keeps reads the same after it is copied by
+    /// another thread (`TcpAnalysis::relocate`, after the pass).
+    #[test]
+    fn relocated_analysis_reads_the_same() {
+        let mut d = Drive::new();
+        d.handshake();
+        d.plain(1, 20.0, 5001, 1001, 100, ACK);
+        d.ip_id[1] -= 1;
+        d.plain(1, 20.001, 5001, 1001, 100, ACK);
+        d.plain(0, 21.0, 1001, 5101, 0, ACK);
+        d.send(0, 22.0, 1001, 5101, 0, ACK, 0, TcpOptions::default());
+        d.send(0, 522.0, 1001, 5101, 0, ACK, 300, TcpOptions::default());
+        for k in 0..50u32 {
+            d.plain(1, 600.0 + f64::from(k), 5101 + k * 100, 1001, 100, ACK);
+        }
+        d.plain(0, 1022.0, 1001, 10101, 0, ACK | FIN);
+        let mut out = d.finish();
+        let read = |t: &TcpAnalysis| {
+            format!(
+                "{:?} {:?} {:?} {:?} {:?}",
+                t.summary(0),
+                t.series().iter().collect::<Vec<_>>(),
+                t.episodes(),
+                t.events().iter().collect::<Vec<_>>(),
+                t.flagged_streams().collect::<Vec<_>>(),
+            )
+        };
+        let before = read(&out);
+        assert!(before.contains("reasoning"), "{before}");
+        std::thread::scope(|s| {
+            s.spawn(|| out.relocate());
+        });
+        assert_eq!(read(&out), before);
     }
 
     #[test]

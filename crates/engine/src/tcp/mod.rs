@@ -164,6 +164,18 @@ pub struct TcpAnalysis {
 }
 
 impl TcpAnalysis {
+    /// Copies what is kept into the calling thread's allocations (see
+    /// [`crate::heap::relocate_after_pass`]).
+    pub(crate) fn relocate(&mut self) {
+        for c in self.conns.iter_mut().flatten() {
+            *c = c.clone();
+        }
+        crate::heap::renew(&mut self.conns);
+        self.sinks.relocate();
+        self.per_stream = self.per_stream.clone();
+        self.events.relocate();
+    }
+
     /// Every flagged frame and flag, in frame order (read back from the
     /// spill: see [`EventLog`]).
     pub fn events(&self) -> &EventLog {

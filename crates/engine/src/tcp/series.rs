@@ -245,6 +245,16 @@ impl Series {
         }
     }
 
+    /// See [`super::TcpAnalysis::relocate`].
+    pub(crate) fn relocate(&mut self) {
+        for dirs in &mut self.bins {
+            for v in dirs.iter_mut() {
+                crate::heap::renew(v);
+            }
+        }
+        crate::heap::renew(&mut self.bins);
+    }
+
     /// Every kept bin: (stream, dir, bin start ns, bin), by stream, direction
     /// and time.
     pub fn iter(&self) -> impl Iterator<Item = (u32, usize, i64, &Bin)> + '_ {
