@@ -28,7 +28,7 @@ impl Derived {
     }
 
     /// Copies what is kept into the calling thread's allocations (see
-    /// `crate::heap::renew`), after the pass, by the thread that ran it.
+    /// [`crate::heap::relocate_after_pass`]).
     pub(crate) fn relocate(&mut self) {
         self.srt.relocate();
         self.facts.relocate();

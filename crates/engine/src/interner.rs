@@ -44,7 +44,7 @@ impl Interner {
     }
 
     /// Copies the names into the calling thread's allocations (see
-    /// `crate::heap::renew`).
+    /// [`crate::heap::relocate_after_pass`]).
     pub(crate) fn relocate(&mut self) {
         for n in &mut self.names {
             *n = n.clone();

@@ -52,7 +52,7 @@ const JOINED_BYTES: usize = 256 << 10;
 
 impl Spill {
     /// Copies the blocks held in memory into the calling thread's
-    /// allocations (see `crate::heap::renew`).
+    /// allocations (see [`crate::heap::relocate_after_pass`]).
     pub(crate) fn relocate(&mut self) {
         crate::heap::renew(&mut self.pending);
         for m in &mut self.memory {

@@ -182,7 +182,7 @@ pub struct TransactionLog {
 
 impl TransactionLog {
     /// Copies what is kept into the calling thread's allocations (see
-    /// `crate::heap::renew`), after the pass, by the thread that ran it.
+    /// [`crate::heap::relocate_after_pass`]).
     pub(crate) fn relocate(&mut self) {
         self.transactions.relocate();
         self.derived.relocate();

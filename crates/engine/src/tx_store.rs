@@ -107,7 +107,7 @@ pub struct TxStore {
 
 impl TxStore {
     /// Copies what is held in memory into the calling thread's allocations
-    /// (see `crate::heap::renew`), after the pass.
+    /// (see [`crate::heap::relocate_after_pass`]).
     pub(crate) fn relocate(&mut self) {
         crate::heap::renew(&mut self.hot);
         crate::heap::renew(&mut self.runs);
