@@ -122,7 +122,7 @@ type Order = (u64, u64, u64);
 /// One connection's facts (or a UDP endpoint pair's, under stream 0): the
 /// newest in memory, older ones in serialised blocks in the spill, each
 /// block sorted in request order and listed with its first (smallest) key.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default)]
 struct StreamFacts {
     tail: Vec<TxFacts>,
     blocks: Vec<(Order, Span)>,
@@ -170,7 +170,8 @@ pub(crate) struct Facts {
 }
 
 impl Facts {
-    /// See [`crate::derived::Derived::relocate`].
+    /// See [`crate::derived::Derived::relocate`]. (The map of connections
+    /// is one allocation: left where it is, as the srt builder's maps.)
     pub(crate) fn relocate(&mut self) {
         for s in self.streams.values_mut() {
             crate::heap::renew(&mut s.tail);
