@@ -1143,8 +1143,9 @@ mod tests {
         assert_eq!(m.dirs[1].cc.hint, "unknown");
     }
 
-    #[test]
-    fn duplicate_with_same_ip_id_and_zero_window_episode() {
+    /// A segment sent twice with the same IP ID, then the client's window
+    /// closed for 500 ms (from 22 ms).
+    fn duplicate_then_zero_window() -> Drive {
         let mut d = Drive::new();
         d.handshake();
         d.plain(1, 20.0, 5001, 1001, 100, ACK);
@@ -1154,6 +1155,12 @@ mod tests {
         d.plain(0, 21.0, 1001, 5101, 0, ACK); // window 500
         d.send(0, 22.0, 1001, 5101, 0, ACK, 0, TcpOptions::default());
         d.send(0, 522.0, 1001, 5101, 0, ACK, 300, TcpOptions::default());
+        d
+    }
+
+    #[test]
+    fn duplicate_with_same_ip_id_and_zero_window_episode() {
+        let mut d = duplicate_then_zero_window();
         d.plain(0, 1022.0, 1001, 5101, 0, ACK | FIN);
         let out = d.finish();
         let m = out.summary(0).unwrap();
@@ -1172,14 +1179,7 @@ mod tests {
     /// another thread (`TcpAnalysis::relocate`, after the pass).
     #[test]
     fn relocated_analysis_reads_the_same() {
-        let mut d = Drive::new();
-        d.handshake();
-        d.plain(1, 20.0, 5001, 1001, 100, ACK);
-        d.ip_id[1] -= 1;
-        d.plain(1, 20.001, 5001, 1001, 100, ACK);
-        d.plain(0, 21.0, 1001, 5101, 0, ACK);
-        d.send(0, 22.0, 1001, 5101, 0, ACK, 0, TcpOptions::default());
-        d.send(0, 522.0, 1001, 5101, 0, ACK, 300, TcpOptions::default());
+        let mut d = duplicate_then_zero_window();
         for k in 0..50u32 {
             d.plain(1, 600.0 + f64::from(k), 5101 + k * 100, 1001, 100, ACK);
         }
