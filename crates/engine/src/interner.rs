@@ -46,9 +46,6 @@ impl Interner {
     /// Copies the names into the calling thread's allocations (see
     /// [`crate::heap::relocate_after_pass`]).
     pub(crate) fn relocate(&mut self) {
-        for n in &mut self.names {
-            *n = n.clone();
-        }
         crate::heap::renew(&mut self.names);
         self.ids = self.ids.clone();
     }

@@ -55,9 +55,6 @@ impl Spill {
     /// allocations (see [`crate::heap::relocate_after_pass`]).
     pub(crate) fn relocate(&mut self) {
         crate::heap::renew(&mut self.pending);
-        for m in &mut self.memory {
-            crate::heap::renew(m);
-        }
         crate::heap::renew(&mut self.memory);
     }
 

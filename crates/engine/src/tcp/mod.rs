@@ -167,9 +167,6 @@ impl TcpAnalysis {
     /// Copies what is kept into the calling thread's allocations (see
     /// [`crate::heap::relocate_after_pass`]).
     pub(crate) fn relocate(&mut self) {
-        for c in self.conns.iter_mut().flatten() {
-            *c = c.clone();
-        }
         crate::heap::renew(&mut self.conns);
         self.sinks.relocate();
         self.per_stream = self.per_stream.clone();

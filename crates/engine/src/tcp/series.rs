@@ -247,11 +247,6 @@ impl Series {
 
     /// See [`super::TcpAnalysis::relocate`].
     pub(crate) fn relocate(&mut self) {
-        for dirs in &mut self.bins {
-            for v in dirs.iter_mut() {
-                crate::heap::renew(v);
-            }
-        }
         crate::heap::renew(&mut self.bins);
     }
 
