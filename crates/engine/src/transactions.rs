@@ -187,6 +187,7 @@ impl TransactionLog {
         self.transactions.relocate();
         self.derived.relocate();
         crate::heap::renew(&mut self.orphan_replies);
+        crate::heap::renew(&mut self.warnings);
     }
 
     /// Log one transaction (parsers emit them as their replies arrive).
