@@ -198,19 +198,8 @@ impl Samples {
     }
 }
 
-#[derive(Debug, Default, Clone)]
-struct Group {
-    calls: u64,
-    errors: u64,
-    unanswered: u64,
-    /// The cells (see [`SrtBuilder::cells`]) of its requests: most groups
-    /// have one (inline: tens of thousands of groups, a small allocation
-    /// each, were a tenth of what the NFS/SMB thread kept).
-    cells: smallvec::SmallVec<[u32; 2]>,
-}
-
-/// Groups of different connections whose endpoints name the same
-/// host:port, summed.
+/// A row's counts and cells: those of its cells, summed (and of the rows of
+/// different connections whose endpoints name the same host:port).
 #[derive(Debug, Default)]
 struct Merged {
     calls: u64,
@@ -271,46 +260,72 @@ impl EndRef {
 /// Breakdowns, in the order of the `breakdown` column's values.
 const BREAKDOWNS: [&str; 5] = ["op", "client", "server", "file", "status"];
 
-/// A group while transactions are added: breakdown, protocol, version,
-/// operation (numbered), code, key (a numbered name, or for the client and
-/// server breakdowns a numbered endpoint). Small and `Copy`, so adding a
-/// transaction allocates nothing; names are resolved once, at the end.
-type GroupId = (u8, &'static str, u32, u32, u32, u32);
+/// A kind of request: protocol, version, operation (a numbered name) and
+/// code.
+type Kind = (&'static str, u32, u32, u32);
+
+/// What decides a request's cell, each a number: its kind (in
+/// [`SrtBuilder::kinds`]), client and server (in [`SrtBuilder::ends`]),
+/// file or share (in [`SrtBuilder::files`], or [`NONE`]) and, for a failed
+/// request, error status (a name, or [`NONE`]). Small and `Copy`, so adding
+/// a transaction allocates nothing; names are resolved once, at the end.
+type CellKey = [u32; 5];
+
+/// No file, or no error status, in a [`CellKey`].
+const NONE: u32 = u32::MAX;
+
+/// The requests of one [`CellKey`]: their counts and response times. A
+/// request's time is kept once, in its cell, and a row's (a group's) are
+/// those of its cells: one client reading one file puts each READ in four
+/// rows (operation, client, server, file) but in one cell, and the four
+/// rows' statistics are computed once.
+#[derive(Debug, Default, Clone)]
+struct Cell {
+    calls: u64,
+    errors: u64,
+    unanswered: u64,
+    samples: Samples,
+}
+
+/// A row before endpoints of different connections are merged by name:
+/// breakdown, kind, and key (a numbered name, endpoint or file; 0 for the
+/// operation breakdown).
+type GroupId = (u8, u32, u32);
 
 /// The `srt` table, one transaction at a time (in any order).
+///
+/// Only the cells are kept during the pass, and the rows are made from
+/// them at the end: with thousands of connections open at once, the client
+/// and server rows of every connection and operation (57,868 rows and
+/// their map with 8,640 connections) took 16 MB, kept through the pass.
 #[derive(Debug, Default)]
 pub(crate) struct SrtBuilder {
-    /// Groups in order of creation, and their numbers by key.
-    groups: Vec<(GroupId, Group)>,
-    group_ids: foldhash::HashMap<GroupId, u32>,
+    kinds: Vec<Kind>,
+    kind_ids: foldhash::HashMap<Kind, u32>,
     names: crate::interner::Interner,
     ends: Vec<EndRef>,
     end_ids: foldhash::HashMap<EndRef, u32>,
     /// Keys of the file breakdown (bounded).
     pub(crate) files: FileNames,
-    /// The response times, by cell: the requests of one set of groups (one
-    /// per breakdown). A request's time is kept once, in its cell, and a
-    /// group's are those of its cells: one client reading one file puts
-    /// each READ in four groups (operation, client, server, file) but in
-    /// one cell, and the four rows' statistics are computed once.
-    cells: Vec<Samples>,
-    cell_ids: foldhash::HashMap<[Option<u32>; 5], u32>,
+    /// The cells in order of creation, and their numbers by key.
+    cells: Vec<(CellKey, Cell)>,
+    cell_ids: foldhash::HashMap<CellKey, u32>,
     spill: Spill,
     /// Response times in the cells' partly filled blocks.
     held: TailBudget,
-    /// The groups of the last few kinds of request (see [`Recent`]).
+    /// The cells of the last few kinds of request (see [`Recent`]).
     recent: Vec<Recent>,
     /// The entry of `recent` to replace next.
     recent_next: usize,
 }
 
-/// Kinds of request remembered with their groups. A copy alternates a few
+/// Kinds of request remembered with their cells. A copy alternates a few
 /// (READ and WRITE of one file, between one client and one server), and a
-/// request matching one of them skips the ten hash lookups of its names,
-/// endpoints and groups.
+/// request matching one of them skips the hash lookups of its names,
+/// endpoints and cell.
 const RECENT: usize = 4;
 
-/// What decides a request's groups, and those groups.
+/// What decides a request's cell, and that cell.
 #[derive(Debug)]
 struct Recent {
     protocol: &'static str,
@@ -326,10 +341,7 @@ struct Recent {
     /// (the bound was reached before its name was seen), as each repeat of
     /// the lookup would.
     folded: bool,
-    /// Numbers (in `groups`) of the op, client, server, file and status
-    /// groups.
-    slots: [Option<u32>; 5],
-    /// Their cell.
+    /// Its number (in `cells`).
     cell: u32,
 }
 
@@ -351,7 +363,6 @@ impl SrtBuilder {
     /// allocation each of plain values, are left where they are: with
     /// 8,640 connections, copying them too gave back 2 MB more for 13 ms.)
     pub(crate) fn relocate(&mut self) {
-        crate::heap::renew(&mut self.groups);
         self.names.relocate();
         crate::heap::renew(&mut self.ends);
         self.files.relocate();
@@ -373,10 +384,10 @@ impl SrtBuilder {
         })
     }
 
-    fn group(&mut self, id: GroupId) -> u32 {
-        let n = self.groups.len() as u32;
-        *self.group_ids.entry(id).or_insert_with(|| {
-            self.groups.push((id, Group::default()));
+    fn kind_id(&mut self, k: Kind) -> u32 {
+        let n = self.kinds.len() as u32;
+        *self.kind_ids.entry(k).or_insert_with(|| {
+            self.kinds.push(k);
             n
         })
     }
@@ -399,61 +410,38 @@ impl SrtBuilder {
             .recent
             .iter()
             .find(|r| r.matches(t, file, status.as_deref()))
-            .map(|r| (r.slots, r.cell, r.folded));
-        let (slots, cell) = match hit {
-            Some((slots, cell, folded)) => {
+            .map(|r| (r.cell, r.folded));
+        let cell = match hit {
+            Some((cell, folded)) => {
                 self.files.folded += u64::from(folded);
-                (slots, cell)
+                cell
             }
-            None => self.slots(t, file, status),
+            None => self.cell_of(t, file, status),
         };
         let srt = t.srt_ns();
-        for slot in slots.into_iter().flatten() {
-            let Some((_, g)) = self.groups.get_mut(slot as usize) else {
-                continue;
-            };
-            g.calls += 1;
-            g.unanswered += u64::from(srt.is_none());
-            g.errors += u64::from(failed);
-        }
-        if let (Some(s), Some(c)) = (srt, self.cells.get_mut(cell as usize)) {
+        let Some((_, c)) = self.cells.get_mut(cell as usize) else {
+            return;
+        };
+        c.calls += 1;
+        c.unanswered += u64::from(srt.is_none());
+        c.errors += u64::from(failed);
+        if let Some(s) = srt {
             self.held.add();
-            if c.push(s, &mut self.spill) {
+            if c.samples.push(s, &mut self.spill) {
                 self.held.set_aside(SAMPLES_BLOCK);
             }
         }
         if self.held.exhausted() {
-            for c in &mut self.cells {
-                c.spill_tail(&mut self.spill);
-                c.tail = Vec::new();
+            for (_, c) in &mut self.cells {
+                c.samples.spill_tail(&mut self.spill);
+                c.samples.tail = Vec::new();
             }
         }
     }
 
-    /// The cell of requests in the groups `slots`, made (and listed in its
-    /// groups) at its first request.
-    fn cell(&mut self, slots: [Option<u32>; 5]) -> u32 {
-        let n = self.cells.len() as u32;
-        let id = *self.cell_ids.entry(slots).or_insert(n);
-        if id == n {
-            self.cells.push(Samples::default());
-            for slot in slots.into_iter().flatten() {
-                if let Some((_, g)) = self.groups.get_mut(slot as usize) {
-                    g.cells.push(id);
-                }
-            }
-        }
-        id
-    }
-
-    /// The groups, and cell, of a request not among the recent kinds,
-    /// which it then joins.
-    fn slots(
-        &mut self,
-        t: &Transaction,
-        file: Option<&str>,
-        status: Option<String>,
-    ) -> ([Option<u32>; 5], u32) {
+    /// The cell of a request not among the recent kinds, made at its first
+    /// request; the request's kind then joins the recent ones.
+    fn cell_of(&mut self, t: &Transaction, file: Option<&str>, status: Option<String>) -> u32 {
         let empty = self.id("");
         let status_id = self.id(status.as_deref().unwrap_or(""));
         let client = self.end_id(EndRef::of(t, true));
@@ -462,21 +450,20 @@ impl SrtBuilder {
         let file_id = file.map(|f| self.files.id(f));
         let folded = self.files.folded != folded_before;
         let op = self.id(&t.op);
+        let kind = self.kind_id((t.protocol, t.version, op, t.op_code));
         // The file and status breakdowns only for requests that have one.
-        let keys = [
-            Some(empty),
-            Some(client),
-            Some(server),
-            file_id,
-            (status_id != empty).then_some(status_id),
+        let key = [
+            kind,
+            client,
+            server,
+            file_id.unwrap_or(NONE),
+            if status_id != empty { status_id } else { NONE },
         ];
-        let mut slots = [None; 5];
-        for (by, key) in keys.into_iter().enumerate() {
-            if let Some(key) = key {
-                slots[by] = Some(self.group((by as u8, t.protocol, t.version, op, t.op_code, key)));
-            }
-        }
-        let cell = self.cell(slots);
+        let n = self.cells.len() as u32;
+        let cell = *self.cell_ids.entry(key).or_insert_with(|| {
+            self.cells.push((key, Cell::default()));
+            n
+        });
         let r = Recent {
             protocol: t.protocol,
             version: t.version,
@@ -487,7 +474,6 @@ impl SrtBuilder {
             file: file.map(str::to_string),
             status,
             folded,
-            slots,
             cell,
         };
         if self.recent.len() < RECENT {
@@ -496,24 +482,63 @@ impl SrtBuilder {
             *old = r;
             self.recent_next = (self.recent_next + 1) % RECENT;
         }
-        (slots, cell)
+        cell
+    }
+
+    /// The rows of the cells before endpoints are merged by name: each
+    /// cell counts in the row of its kind, client, server, and file and
+    /// error status if it has them.
+    fn groups(&self) -> Vec<(GroupId, Merged)> {
+        let mut groups: Vec<(GroupId, Merged)> = Vec::new();
+        let mut ids: foldhash::HashMap<GroupId, usize> = Default::default();
+        for (cell, (key, c)) in self.cells.iter().enumerate() {
+            let [kind, client, server, file, status] = *key;
+            let keys = [
+                Some(0),
+                Some(client),
+                Some(server),
+                Some(file),
+                Some(status),
+            ];
+            for (by, k) in keys.into_iter().enumerate() {
+                let Some(k) = k.filter(|&k| k != NONE) else {
+                    continue;
+                };
+                let id = (by as u8, kind, k);
+                let i = *ids.entry(id).or_insert_with(|| {
+                    groups.push((id, Merged::default()));
+                    groups.len() - 1
+                });
+                if let Some((_, g)) = groups.get_mut(i) {
+                    g.calls += c.calls;
+                    g.errors += c.errors;
+                    g.unanswered += c.unanswered;
+                    g.cells.push(cell as u32);
+                }
+            }
+        }
+        groups
     }
 
     /// The statistics of the response times of `cells`.
     fn stats(&self, cells: &[u32], buf: &mut Vec<i64>) -> Option<SrtStats> {
         let parts: Vec<&Samples> = cells
             .iter()
-            .filter_map(|&c| self.cells.get(c as usize))
+            .filter_map(|&c| self.cells.get(c as usize).map(|(_, c)| &c.samples))
             .collect();
         SrtStats::of(&parts, &self.spill, buf)
     }
 
-    pub(crate) fn finish(mut self, convs: &ConversationTable) -> RecordBatch {
+    pub(crate) fn finish(self, convs: &ConversationTable) -> RecordBatch {
         let name = |i: u32| self.names.name(i).to_string();
         let end_names: Vec<String> = self.ends.iter().map(|e| e.name(convs)).collect();
         let mut groups: BTreeMap<Key, Merged> = BTreeMap::new();
-        for ((by, p, v, op, code, key), g) in std::mem::take(&mut self.groups) {
+        for ((by, kind, key), g) in self.groups() {
+            let Some(&(p, v, op, code)) = self.kinds.get(kind as usize) else {
+                continue;
+            };
             let key = match by {
+                0 => String::new(),
                 1 | 2 => end_names.get(key as usize).cloned().unwrap_or_default(),
                 3 => self.files.name(key).to_string(),
                 _ => name(key),
@@ -758,7 +783,7 @@ mod tests {
             b.add(&answered_request(i, op, None, srt));
         }
         // Most samples went to the spill.
-        assert!(b.cells.iter().all(|c| c.blocks.len() >= 3));
+        assert!(b.cells.iter().all(|(_, c)| c.samples.blocks.len() >= 3));
         let table = b.finish(&ConversationTable::default());
         let by: StringArray = column(&table, "breakdown");
         let op: StringArray = column(&table, "op");
@@ -830,7 +855,7 @@ mod tests {
             // cells).
             by_file.entry("(op)".into()).or_default().push(srt);
             b.add(&answered_request(i, "READ", Some(file), srt));
-            let held: usize = b.cells.iter().map(|c| c.tail.capacity()).sum();
+            let held: usize = b.cells.iter().map(|(_, c)| c.samples.tail.capacity()).sum();
             most_held = most_held.max(held);
         }
         // (Every file's partial blocks alone would be 700 × 2 KB.)
@@ -882,7 +907,7 @@ mod tests {
             b
         };
         let mut moved = build();
-        assert!(moved.groups.iter().any(|(_, g)| g.cells.len() > 2));
+        assert!(moved.groups().iter().any(|(_, g)| g.cells.len() > 2));
         std::thread::scope(|s| {
             s.spawn(|| moved.relocate());
         });
