@@ -102,6 +102,7 @@ pub fn analyze(paths: &[String], mut opts: AnalyzeOptions<'_>) -> Result<Analysi
     // (`connection_digest`).
     let (mut latest_ts, mut time_back) = (i64::MIN, 0i64);
     let mut next_progress = opts.progress_interval;
+    crate::heap::keep_large_blocks_apart();
     let (mut feeder, tcp_stage, app_stage) = pipeline::pipeline();
 
     let (read, mut tcp, mut log) = std::thread::scope(|scope| {

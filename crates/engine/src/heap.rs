@@ -45,6 +45,43 @@ pub(crate) fn relocate_after_pass(
     give_back_free_memory();
 }
 
+/// Large blocks (128 KiB and more) get pages of their own, given back when
+/// freed, for the rest of the process.
+///
+/// glibc's malloc starts with that threshold but raises it to the size of
+/// any such block freed (up to 32 MiB), so that after the first grown list
+/// or hash table, blocks of megabytes come from the threads' arenas. A list
+/// that grows there leaves its old buffer as a hole, which the small
+/// allocations of open connections then take, and the freed pages stay
+/// resident. With 8,640 connections open at once the arenas held 80 MB
+/// free for 62 MB in use at the pass's peak; fixing the threshold took the
+/// command's peak from 150-155 to 147-149 MB, at the same speed.
+pub(crate) fn keep_large_blocks_apart() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        extern "C" {
+            fn mallopt(param: std::ffi::c_int, value: std::ffi::c_int) -> std::ffi::c_int;
+        }
+        // glibc's <malloc.h>: M_TRIM_THRESHOLD, M_MMAP_THRESHOLD.
+        const TRIM_THRESHOLD: std::ffi::c_int = -1;
+        const MMAP_THRESHOLD: std::ffi::c_int = -3;
+        const LARGE: std::ffi::c_int = 128 * 1024;
+        // SAFETY: `mallopt` takes two integers and returns a flag, touching
+        // no memory of ours. glibc marks it MT-Unsafe for two reasons, and
+        // neither applies: "init" (it may initialise malloc, done long
+        // before: this process has allocated), and "const" (it writes the
+        // two thresholds without a lock, while other threads' allocations
+        // read them; glibc's own `free` writes the same two fields the same
+        // way to raise them, so either value is one malloc is made to
+        // handle, and blocks made under the old one are freed by their own
+        // header's flag).
+        unsafe {
+            mallopt(MMAP_THRESHOLD, LARGE);
+            mallopt(TRIM_THRESHOLD, LARGE);
+        }
+    }
+}
+
 /// Return the allocator's free pages to the system (glibc only; elsewhere
 /// nothing to do, or nothing portable to do it with).
 pub(crate) fn give_back_free_memory() {
@@ -79,5 +116,33 @@ mod tests {
         assert_eq!(v.capacity(), 2);
         assert_ne!(v.as_ptr(), old);
         assert_ne!(v[1].as_ptr(), old_item);
+    }
+
+    /// After a large block was freed, the next ones still get pages of
+    /// their own (glibc would have raised its threshold to the freed
+    /// block's size and served them from an arena): such a block's usable
+    /// size is its request rounded up to whole pages, an arena's to 16
+    /// bytes.
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    #[test]
+    fn large_blocks_stay_apart_after_a_larger_one_is_freed() {
+        extern "C" {
+            fn malloc_usable_size(ptr: *mut std::ffi::c_void) -> usize;
+        }
+        keep_large_blocks_apart();
+        let usable = |v: &mut Vec<u8>| {
+            // SAFETY: the pointer is the start of a live block from
+            // malloc (Rust's global allocator is the system's), which is
+            // all `malloc_usable_size` reads.
+            unsafe { malloc_usable_size(v.as_mut_ptr().cast()) }
+        };
+        for size in [8 << 20, 300 << 10] {
+            drop(std::hint::black_box(vec![1u8; 16 << 20]));
+            let mut v = std::hint::black_box(vec![1u8; size]);
+            assert!(usable(&mut v) >= size + 2048, "{size} bytes");
+        }
+        // (A small block stays in the arena, within 16 bytes.)
+        let mut small = std::hint::black_box(vec![1u8; 1000]);
+        assert!(usable(&mut small) < 1000 + 32);
     }
 }
