@@ -120,12 +120,33 @@ mod tests {
 
     /// After a large block was freed, the next ones still get pages of
     /// their own (glibc would have raised its threshold to the freed
-    /// block's size and served them from an arena): such a block's usable
-    /// size is its request rounded up to whole pages, an arena's to 16
-    /// bytes.
+    /// block's size and served them from an arena): in a process of its
+    /// own, where no other test's freed blocks lie in the arenas to serve
+    /// them from.
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     #[test]
     fn large_blocks_stay_apart_after_a_larger_one_is_freed() {
+        let exe = std::env::current_exe().expect("test binary");
+        let out = std::process::Command::new(exe)
+            .args([
+                "--exact",
+                "heap::tests::large_blocks_apart_here",
+                "--ignored",
+            ])
+            .args(["--test-threads", "1"])
+            .output()
+            .expect("test binary runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{stdout}");
+        assert!(stdout.contains("1 passed"), "{stdout}");
+    }
+
+    /// (Run by the test above.) A block of pages has a usable size of its
+    /// request rounded up to whole pages, one from an arena to 16 bytes.
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    #[test]
+    #[ignore = "run in a process of its own by large_blocks_stay_apart_after_a_larger_one_is_freed"]
+    fn large_blocks_apart_here() {
         extern "C" {
             fn malloc_usable_size(ptr: *mut std::ffi::c_void) -> usize;
         }
