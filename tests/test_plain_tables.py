@@ -196,7 +196,6 @@ def test_rows_read_a_batch_at_a_time_are_the_whole_tables_rows(
 ) -> None:
     """``iter_rows`` (the JSON writer's rows, the time profiles) read a few rows at a time
     gives the rows read all at once."""
-    import dataclasses
 
     from nastriage.capture import Capture, iter_rows, read_rows
     from nastriage.diagnosis import timeline
@@ -217,7 +216,7 @@ def test_rows_read_a_batch_at_a_time_are_the_whole_tables_rows(
     def profiles(rows: int) -> list[tuple[int, dict[str, Any]]]:
         monkeypatch.setattr(timeline, "_PROFILE_ROWS", rows)
         found = timeline.profiles(Context(capture))
-        return [(s, dataclasses.asdict(p)) for s, p in found.items()]
+        return [(s, p.fields()) for s, p in found.items()]
 
     whole = profiles(1 << 20)
     assert [s for s, _ in whole] == sorted(s for s, _ in whole)

@@ -23,17 +23,18 @@ hand-made tables in tests); ``tests/test_time_profile.py`` keeps the two equal.
 
 from __future__ import annotations
 
+import bisect
 import statistics
+import sys
 from array import array
 from collections import defaultdict
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from nastriage.capture import read_columns
 from nastriage.diagnosis.context import Context, Tx
 
-__all__ = ["Profile", "partition", "profile", "profiles", "union_ns"]
+__all__ = ["Profile", "Profiles", "partition", "profile", "profiles", "union_ns"]
 
 STATES = ("transfer", "server", "network")
 
@@ -91,81 +92,285 @@ def partition(intervals: list[tuple[int, int, int]], n_states: int) -> list[int]
     return totals
 
 
-@dataclass
+#: Integer and float fields of a profile, each kept as one array over all connections.
+_INT_FIELDS = (
+    "transactions", "answered", "span_ns", "data_bytes", "io_bytes", "io_requests",
+    "metadata_requests", "metadata_only_ns", "outstanding_ns", "max_outstanding",
+)  # fmt: skip
+_FLOAT_FIELDS = (
+    "client_rtt_ms", "server_rtt_ms", "processing_median_ms", "processing_p90_ms",
+    "at_max_fraction", "mean_outstanding_busy", "response_median_ms",
+)  # fmt: skip
+
+
+class _Lists:
+    """Lists of varying length, one per connection, kept end to end in one array (an
+    array or a list per connection was a sixth of the profiles' memory)."""
+
+    __slots__ = ("at", "values")
+
+    def __init__(self, typecode: str) -> None:
+        self.values = array(typecode)
+        self.at = array("q", [0])
+
+    def append(self, values: Iterable[Any]) -> None:
+        self.values.extend(values)
+        self.at.append(len(self.values))
+
+    def get(self, i: int) -> Any:
+        return self.values[self.at[i] : self.at[i + 1]]
+
+
+class _Named:
+    """Name -> value mappings, one per connection, kept as names (interned) and values
+    end to end."""
+
+    __slots__ = ("at", "names", "values")
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self.values = array("d")
+        self.at = array("q", [0])
+
+    def append(self, names: Iterable[Any], values: Iterable[Any]) -> None:
+        for k, v in zip(names, values):
+            self.names.append(sys.intern(str(k)))
+            self.values.append(float(v))
+        self.at.append(len(self.names))
+
+    def get(self, i: int) -> dict[str, float]:
+        a, b = self.at[i], self.at[i + 1]
+        return dict(zip(self.names[a:b], self.values[a:b]))
+
+
+class ProfileColumns:
+    """The profiles of many connections, a column per field: numbers in arrays, the few
+    distinct texts shared. Made of Python objects per connection (a dataclass with dicts
+    and lists), 15,540 connections' profiles took 16 MB."""
+
+    def __init__(self) -> None:
+        self.streams = array("q")
+        self.ints = {name: array("q") for name in _INT_FIELDS}
+        self.floats = {name: array("d") for name in _FLOAT_FIELDS}
+        self.ns = {state: array("q") for state in STATES}
+        self.data_ns = {state: array("q") for state in STATES}
+        self.rtt_source: list[str] = []
+        self.protocols: list[tuple[str, ...]] = []
+        self.slow_frames = _Lists("q")
+        self.first_frames = _Lists("q")
+        self.by_op = _Named()
+        self.by_file = _Named()
+        self._texts: dict[Any, Any] = {}
+
+    def __len__(self) -> int:
+        return len(self.streams)
+
+    def _shared(self, value: Any) -> Any:
+        return self._texts.setdefault(value, value)
+
+    def append(self, f: dict[str, Any]) -> None:
+        """One connection's profile, from its fields (see :class:`Profile`)."""
+        self.streams.append(int(f["stream"]))
+        for name in _INT_FIELDS:
+            self.ints[name].append(int(f[name]))
+        for name in _FLOAT_FIELDS:
+            self.floats[name].append(float(f[name]))
+        for state in STATES:
+            self.ns[state].append(int(f["ns"][state]))
+            self.data_ns[state].append(int(f["data_ns"][state]))
+        self.rtt_source.append(self._shared(str(f["rtt_source"])))
+        self.protocols.append(self._shared(tuple(str(p) for p in f["protocols"])))
+        self.slow_frames.append(f["slow_frames"])
+        self.first_frames.append(f["first_frames"])
+        by_op, by_file = f["processing_by_op"], f["processing_by_file"]
+        self.by_op.append(by_op.keys(), by_op.values())
+        self.by_file.append(by_file.keys(), by_file.values())
+
+    def in_order(self) -> ProfileColumns:
+        """The same profiles in the order of their streams, one per stream (the last)."""
+        last = {s: i for i, s in enumerate(self.streams)}
+        order = [last[s] for s in sorted(last)]
+        if order == list(range(len(self))):
+            return self
+        out = ProfileColumns()
+        for i in order:
+            out.append(Profile(self, i).fields())
+        return out
+
+
 class Profile:
-    stream: int
-    transactions: int
-    answered: int
-    #: Active span (first request to last reply, widened by the client-side round trip).
-    span_ns: int
-    #: Nanoseconds per state; idle = span - the rest.
-    ns: dict[str, int]
-    #: The same over the data requests only (READ/WRITE...): the data phase, without the
-    #: session set-up and metadata round trips.
-    data_ns: dict[str, int]
-    client_rtt_ms: float
-    server_rtt_ms: float
-    rtt_source: str
-    #: Server processing time per answered request (ms: response time minus the round
-    #: trip behind the capture point): median and 90th percentile.
-    processing_median_ms: float
-    processing_p90_ms: float
-    #: Processing time by operation and by file (ms, summed), for "which ops, which files".
-    processing_by_op: dict[str, float] = field(default_factory=dict)
-    processing_by_file: dict[str, float] = field(default_factory=dict)
-    data_bytes: int = 0
-    #: Bytes moved by data operations (READ/WRITE...), and their count.
-    io_bytes: int = 0
-    io_requests: int = 0
-    metadata_requests: int = 0
-    #: Time during which only metadata requests were outstanding.
-    metadata_only_ns: int = 0
-    outstanding_ns: int = 0
-    #: Highest number of requests outstanding at once, share of busy time at it.
-    max_outstanding: int = 0
-    at_max_fraction: float = 0.0
-    mean_outstanding_busy: float = 0.0
-    #: Frame numbers as arrays, not lists of Python ints: they are read only for the
-    #: evidence of the worst connection, and as lists they were a sixth of the profiles'
-    #: memory (3 MB of 19 MB for 7,770 connections).
-    slow_frames: array[int] = field(default_factory=lambda: array("q"))
-    #: Storage protocols seen on the connection ("nfs", "smb2"), sorted.
-    protocols: list[str] = field(default_factory=list)
-    #: Median response time (ms) of the answered requests (upper middle value).
-    response_median_ms: float = 0.0
-    #: Frames of the first requests (up to 30), in request order.
-    first_frames: array[int] = field(default_factory=lambda: array("q"))
+    """One connection's time profile: a view of its row in :class:`ProfileColumns`."""
+
+    __slots__ = ("_c", "_i")
+
+    def __init__(self, columns: ProfileColumns, row: int) -> None:
+        self._c = columns
+        self._i = row
+
+    @property
+    def stream(self) -> int:
+        return self._c.streams[self._i]
+
+    @property
+    def transactions(self) -> int:
+        return self._c.ints["transactions"][self._i]
+
+    @property
+    def answered(self) -> int:
+        return self._c.ints["answered"][self._i]
+
+    @property
+    def span_ns(self) -> int:
+        """Active span (first request to last reply, widened by the client-side round
+        trip)."""
+        return self._c.ints["span_ns"][self._i]
+
+    @property
+    def ns(self) -> dict[str, int]:
+        """Nanoseconds per state; idle = span - the rest."""
+        return {state: self._c.ns[state][self._i] for state in STATES}
+
+    @property
+    def data_ns(self) -> dict[str, int]:
+        """The same over the data requests only (READ/WRITE...): the data phase, without
+        the session set-up and metadata round trips."""
+        return {state: self._c.data_ns[state][self._i] for state in STATES}
+
+    @property
+    def client_rtt_ms(self) -> float:
+        return self._c.floats["client_rtt_ms"][self._i]
+
+    @property
+    def server_rtt_ms(self) -> float:
+        return self._c.floats["server_rtt_ms"][self._i]
+
+    @property
+    def rtt_source(self) -> str:
+        return self._c.rtt_source[self._i]
+
+    @property
+    def processing_median_ms(self) -> float:
+        """Server processing time per answered request (ms: response time minus the round
+        trip behind the capture point): median, and 90th percentile below."""
+        return self._c.floats["processing_median_ms"][self._i]
+
+    @property
+    def processing_p90_ms(self) -> float:
+        return self._c.floats["processing_p90_ms"][self._i]
+
+    @property
+    def processing_by_op(self) -> dict[str, float]:
+        """Processing time by operation (ms, summed), for "which ops"."""
+        return self._c.by_op.get(self._i)
+
+    @property
+    def processing_by_file(self) -> dict[str, float]:
+        """Processing time by file (ms, summed), for "which files"."""
+        return self._c.by_file.get(self._i)
+
+    @property
+    def data_bytes(self) -> int:
+        return self._c.ints["data_bytes"][self._i]
+
+    @property
+    def io_bytes(self) -> int:
+        """Bytes moved by data operations (READ/WRITE...); their count below."""
+        return self._c.ints["io_bytes"][self._i]
+
+    @property
+    def io_requests(self) -> int:
+        return self._c.ints["io_requests"][self._i]
+
+    @property
+    def metadata_requests(self) -> int:
+        return self._c.ints["metadata_requests"][self._i]
+
+    @property
+    def metadata_only_ns(self) -> int:
+        """Time during which only metadata requests were outstanding."""
+        return self._c.ints["metadata_only_ns"][self._i]
+
+    @property
+    def outstanding_ns(self) -> int:
+        return self._c.ints["outstanding_ns"][self._i]
+
+    @property
+    def max_outstanding(self) -> int:
+        """Highest number of requests outstanding at once (share of busy time at it
+        below)."""
+        return self._c.ints["max_outstanding"][self._i]
+
+    @property
+    def at_max_fraction(self) -> float:
+        return self._c.floats["at_max_fraction"][self._i]
+
+    @property
+    def mean_outstanding_busy(self) -> float:
+        return self._c.floats["mean_outstanding_busy"][self._i]
+
+    @property
+    def slow_frames(self) -> array[int]:
+        """Frames of the slowest requests (up to 20)."""
+        return self._c.slow_frames.get(self._i)  # type: ignore[no-any-return]
+
+    @property
+    def protocols(self) -> list[str]:
+        """Storage protocols seen on the connection ("nfs", "smb2"), sorted."""
+        return list(self._c.protocols[self._i])
+
+    @property
+    def response_median_ms(self) -> float:
+        """Median response time (ms) of the answered requests (upper middle value)."""
+        return self._c.floats["response_median_ms"][self._i]
+
+    @property
+    def first_frames(self) -> array[int]:
+        """Frames of the first requests (up to 30), in request order."""
+        return self._c.first_frames.get(self._i)  # type: ignore[no-any-return]
+
+    def fields(self) -> dict[str, Any]:
+        """Every field, by name (what :meth:`ProfileColumns.append` takes)."""
+        return {name: getattr(self, name) for name in PROFILE_FIELDS}
+
+    def __repr__(self) -> str:
+        return f"Profile({self.fields()!r})"
 
     @property
     def active_ns(self) -> int:
-        return sum(self.ns[s] for s in STATES)
+        ns, i = self._c.ns, self._i
+        return sum(ns[s][i] for s in STATES)
 
     def share(self, state: str) -> float:
         """Share of the active time (requests outstanding) spent in ``state``."""
         active = self.active_ns
-        return self.ns[state] / active if active else 0.0
+        return self._c.ns[state][self._i] / active if active else 0.0
 
     def data_share(self, state: str) -> float:
         """Like :meth:`share`, over the data requests only."""
-        active = sum(self.data_ns[s] for s in STATES)
-        return self.data_ns[state] / active if active else 0.0
+        ns, i = self._c.data_ns, self._i
+        active = sum(ns[s][i] for s in STATES)
+        return ns[state][i] / active if active else 0.0
 
     @property
     def idle_share(self) -> float:
-        return 1.0 - self.active_ns / self.span_ns if self.span_ns else 0.0
+        span = self.span_ns
+        return 1.0 - self.active_ns / span if span else 0.0
 
     @property
     def transfer_rate_bps(self) -> float | None:
         """Data rate while data flows: what the path carries when it is used."""
-        if self.ns["transfer"] <= 0 or self.data_bytes <= 0:
+        transfer = self._c.ns["transfer"][self._i]
+        data_bytes = self.data_bytes
+        if transfer <= 0 or data_bytes <= 0:
             return None
-        return self.data_bytes * 8e9 / self.ns["transfer"]
+        return data_bytes * 8e9 / transfer
 
     @property
     def observed_bps(self) -> float | None:
-        if self.span_ns <= 0:
+        span = self.span_ns
+        if span <= 0:
             return None
-        return self.data_bytes * 8e9 / self.span_ns
+        return self.data_bytes * 8e9 / span
 
     @property
     def median_processing_ms(self) -> float:
@@ -173,7 +378,52 @@ class Profile:
 
     @property
     def mean_io_bytes(self) -> float:
-        return self.io_bytes / self.io_requests if self.io_requests else 0.0
+        requests = self.io_requests
+        return self.io_bytes / requests if requests else 0.0
+
+
+#: A profile's fields, in order.
+PROFILE_FIELDS: tuple[str, ...] = (
+    "stream", "transactions", "answered", "span_ns", "ns", "data_ns", "client_rtt_ms",
+    "server_rtt_ms", "rtt_source", "processing_median_ms", "processing_p90_ms",
+    "processing_by_op", "processing_by_file", "data_bytes", "io_bytes", "io_requests",
+    "metadata_requests", "metadata_only_ns", "outstanding_ns", "max_outstanding",
+    "at_max_fraction", "mean_outstanding_busy", "slow_frames", "protocols",
+    "response_median_ms", "first_frames",
+)  # fmt: skip
+
+
+class Profiles(Mapping[int, Profile]):
+    """Profiles by stream, in stream order (views of one :class:`ProfileColumns`)."""
+
+    __slots__ = ("_c",)
+
+    def __init__(self, columns: ProfileColumns) -> None:
+        self._c = columns.in_order()
+
+    def __len__(self) -> int:
+        return len(self._c)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._c.streams)
+
+    def __getitem__(self, stream: int) -> Profile:
+        streams = self._c.streams
+        i = bisect.bisect_left(streams, stream)
+        if i == len(streams) or streams[i] != stream:
+            raise KeyError(stream)
+        return Profile(self._c, i)
+
+    def __contains__(self, stream: object) -> bool:
+        return isinstance(stream, int) and self.get(stream) is not None
+
+    def items(self) -> Iterator[tuple[int, Profile]]:  # type: ignore[override]
+        c = self._c
+        return ((s, Profile(c, i)) for i, s in enumerate(c.streams))
+
+    def values(self) -> Iterator[Profile]:  # type: ignore[override]
+        c = self._c
+        return (Profile(c, i) for i in range(len(c)))
 
 
 def is_data_op(op: str) -> bool:
@@ -186,33 +436,30 @@ def profile(ctx: Context, stream: int) -> Profile | None:
     return profiles(ctx).get(stream)
 
 
-def profiles(ctx: Context) -> dict[int, Profile]:
+def profiles(ctx: Context) -> Profiles:
     """Profiles of every connection with answered NFS/SMB requests, by stream."""
     return ctx._cached("profiles", lambda: _profiles(ctx))  # type: ignore[no-any-return]
 
 
-def _profiles(ctx: Context) -> dict[int, Profile]:
+def _profiles(ctx: Context) -> Profiles:
+    columns = ProfileColumns()
     table = ctx.time_profile_table()
     if table is not None:
         # Every value of every row is read: converted a column at a time (the rows the
         # context keeps are read in place, a value at a time), a batch of rows at a time
         # (all at once, the values of 7,770 connections' rows took 23 MB).
-        found = {p.stream: p for p in _from_table(table)}
-        return dict(sorted(found.items()))
-    out = {}
+        for start in range(0, table.num_rows, _PROFILE_ROWS):
+            _add_rows(columns, read_columns(table, _PROFILE_COLUMNS, start, start + _PROFILE_ROWS))
+        return Profiles(columns)
     for stream in sorted(ctx.transactions):
-        p = _profile(ctx, stream)
-        if p is not None:
-            out[stream] = p
-    return out
+        fields = _profile(ctx, stream)
+        if fields is not None:
+            columns.append(fields)
+    return Profiles(columns)
 
 
 #: Rows of the time_profile table converted at a time.
 _PROFILE_ROWS = 1024
-
-
-def _named(names: list[str] | None, values: list[float] | None) -> dict[str, float]:
-    return {str(k): float(v) for k, v in zip(names or [], values or [])}
 
 
 #: The ``time_profile`` columns a profile is made of.
@@ -228,52 +475,40 @@ _PROFILE_COLUMNS: tuple[str, ...] = (
 )  # fmt: skip
 
 
-def _from_table(table: Any) -> Iterable[Profile]:
-    """Profiles from the rows of the engine's ``time_profile`` table, from its columns read
-    a batch of rows at a time (every value is read; through a row's mapping, a value at a
-    time, the lookups were most of the profiles' time on thousands of connections)."""
-    for start in range(0, table.num_rows, _PROFILE_ROWS):
-        c = read_columns(table, _PROFILE_COLUMNS, start, start + _PROFILE_ROWS)
-        for (stream, transactions, answered, span, transfer, server, network, data_transfer,
-             data_server, data_network, client_rtt, server_rtt, rtt_source, processing_median,
-             processing_p90, ops, ops_ms, files, files_ms, data_bytes, io_bytes, io_requests,
-             metadata_requests, metadata_only, outstanding, max_outstanding, at_max,
-             mean_busy, slow_frames, protocols, response_median, first_frames) in zip(
-            *(c[name] for name in _PROFILE_COLUMNS)
-        ):  # fmt: skip
-            yield Profile(
-                stream=int(stream),
-                transactions=int(transactions),
-                answered=int(answered),
-                span_ns=max(int(span), 1),
-                ns=dict(zip(STATES, (int(transfer), int(server), int(network)))),
-                data_ns=dict(
-                    zip(STATES, (int(data_transfer), int(data_server), int(data_network)))
-                ),
-                client_rtt_ms=float(client_rtt),
-                server_rtt_ms=float(server_rtt),
-                rtt_source=str(rtt_source),
-                processing_median_ms=float(processing_median),
-                processing_p90_ms=float(processing_p90),
-                processing_by_op=_named(ops, ops_ms),
-                processing_by_file=_named(files, files_ms),
-                data_bytes=int(data_bytes),
-                io_bytes=int(io_bytes),
-                io_requests=int(io_requests),
-                metadata_requests=int(metadata_requests),
-                metadata_only_ns=int(metadata_only),
-                outstanding_ns=int(outstanding),
-                max_outstanding=int(max_outstanding),
-                at_max_fraction=float(at_max),
-                mean_outstanding_busy=float(mean_busy),
-                slow_frames=array("q", slow_frames or ()),
-                protocols=[str(p) for p in protocols or []],
-                response_median_ms=float(response_median or 0.0),
-                first_frames=array("q", first_frames or ()),
-            )
+def _add_rows(out: ProfileColumns, c: dict[str, list[Any]]) -> None:
+    """Rows of the engine's ``time_profile`` table, as columns, to ``out``: a column at a
+    time (every value is read; through a row's mapping, a value at a time, the lookups
+    were most of the profiles' time on thousands of connections)."""
+    out.streams.extend(int(v) for v in c["stream"])
+    for name in _INT_FIELDS:
+        values = c[name]
+        if name == "span_ns":
+            out.ints[name].extend(max(int(v), 1) for v in values)
+        else:
+            out.ints[name].extend(int(v) for v in values)
+    for name in _FLOAT_FIELDS:
+        if name == "response_median_ms":
+            out.floats[name].extend(float(v or 0.0) for v in c[name])
+        else:
+            out.floats[name].extend(float(v) for v in c[name])
+    for state in STATES:
+        out.ns[state].extend(int(v) for v in c[f"{state}_ns"])
+        out.data_ns[state].extend(int(v) for v in c[f"data_{state}_ns"])
+    out.rtt_source.extend(out._shared(str(v)) for v in c["rtt_source"])
+    out.protocols.extend(out._shared(tuple(str(p) for p in v or ())) for v in c["protocols"])
+    for v in c["slow_frames"]:
+        out.slow_frames.append(v or ())
+    for v in c["first_frames"]:
+        out.first_frames.append(v or ())
+    for names, values in zip(c["processing_ops"], c["processing_ops_ms"]):
+        out.by_op.append(names or (), values or ())
+    for names, values in zip(c["processing_files"], c["processing_files_ms"]):
+        out.by_file.append(names or (), values or ())
 
 
-def _profile(ctx: Context, stream: int) -> Profile | None:
+def _profile(ctx: Context, stream: int) -> dict[str, Any] | None:
+    """One connection's profile fields, from its transactions (None: no answered
+    requests)."""
     storage = ctx.storage_transactions(stream)
     txs = [t for t in storage if t.answered]
     if not txs:
@@ -334,7 +569,7 @@ def _profile(ctx: Context, stream: int) -> Profile | None:
     srts = sorted(t.srt_ms for t in txs if t.srt_ms is not None)
     # The engine keeps the 20 files with the most processing time per connection.
     top_files = sorted(by_file.items(), key=lambda kv: -kv[1])[:20]
-    return Profile(
+    return dict(
         stream=stream,
         transactions=len(storage),
         answered=len(txs),
