@@ -77,6 +77,10 @@ class Analysis:
         where the engine can (``tcp_events``, which a lossy capture makes long)."""
     def table_len(self, name: str) -> int:
         """Rows of the named table, without making it where the engine can."""
+    def srt_rows(self, breakdown: str) -> TableStream:
+        """The ``srt`` rows of one breakdown ("op", "client", "server", "file", "status"),
+        in the table's order, made without the other breakdowns' rows (KeyError for
+        another name)."""
     def tcp_series_by_direction(
         self, stream: int | None = None
     ) -> list[tuple[int, str, int, bytes, bytes]]:

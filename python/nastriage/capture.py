@@ -265,6 +265,19 @@ def readable_table(capture: Any, name: str) -> Any:
     return plain(name) if plain is not None else capture.table(name)
 
 
+def srt_rows(capture: Any, breakdown: str, drop: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """The ``srt`` rows of one breakdown ("op", ...) as :func:`read_rows` gives them, less
+    the ``drop`` columns: made alone by the engine (:meth:`Capture.srt_breakdown`) unless the
+    whole table is made already, else filtered from it (a stand-in capture)."""
+    made = getattr(capture, "srt_breakdown", None)
+    table = made(breakdown) if made is not None else None
+    where: tuple[str, Any] | None = None
+    if table is None:
+        table, where = readable_table(capture, "srt"), ("breakdown", breakdown)
+    names = [n for n in column_names(table) if n not in drop]
+    return read_rows(table, names, where=where)
+
+
 def column_names(table: Any) -> list[str]:
     """The column names of a :class:`PlainTable` or a pyarrow table."""
     if isinstance(table, PlainTable):
@@ -342,6 +355,7 @@ class Capture:
         self._paths = list(paths)
         self._tables: dict[str, pa.Table] = {}
         self._plain: dict[str, PlainTable | pa.Table] = {}
+        self._srt_parts: dict[str, PlainTable] = {}
         self._duckdb: duckdb.DuckDBPyConnection | None = None
 
     @classmethod
@@ -480,6 +494,23 @@ class Capture:
         if not isinstance(analysis, _core.Analysis):
             return None
         return _grouped_events(analysis, rows, part)
+
+    def srt_breakdown(self, breakdown: str) -> PlainTable | None:
+        """The ``srt`` rows of one breakdown ("op", "client", "server", "file", "status")
+        made by the engine without the others' (with thousands of connections the table has
+        tens of thousands of client, server and file rows, which a summary does not read);
+        None once the whole table is made (read it, :func:`srt_rows`), or for a stand-in
+        analysis."""
+        self._require("srt")
+        from nastriage import _core
+
+        made = "srt" in self._plain or "srt" in self._tables
+        if isinstance(self._analysis, _core.Analysis) and not made:
+            part = self._srt_parts.get(breakdown)
+            if part is None:
+                part = self._srt_parts[breakdown] = PlainTable(self._analysis.srt_rows(breakdown))
+            return part
+        return None
 
     def tcp_series_by_direction(self, stream: int | None = None) -> list[SeriesGroup] | None:
         """The ``tcp_series`` rows that carried payload grouped by (stream, direction) by

@@ -55,13 +55,18 @@ pub struct Analysis {
     /// thread of their own: the TCP tables can be read meanwhile, and a
     /// table made from the digest waits for it.
     pub(crate) digest: Deferred<Digest>,
+    /// The whole `srt` table, made when first asked for (a capture of
+    /// thousands of connections has tens of thousands of rows: client,
+    /// server and file breakdowns; a summary reads only the operations',
+    /// [`Analysis::srt_rows`]).
+    pub(crate) srt: std::sync::OnceLock<RecordBatch>,
 }
 
 /// Everything derived from the transactions that is not the transactions
 /// themselves, made from what was gathered as each was logged
 /// ([`crate::derived::Derived`]): the compressed log is not read again.
 pub(crate) struct Digest {
-    srt: RecordBatch,
+    srt: crate::srt_table::SrtBuilder,
     concurrency: crate::concurrency::ConcurrencyResult,
     profiles: Vec<crate::time_profile::TimeProfile>,
     failed: crate::tx_store::TxStore,
@@ -120,17 +125,16 @@ impl Digest {
             }
             done
         };
-        let (srt, mut parts) = std::thread::scope(|scope| {
+        let mut parts = std::thread::scope(|scope| {
             // (No second thread: this one takes every connection.)
             let helper = std::thread::Builder::new()
                 .name("nastriage-digest".into())
                 .spawn_scoped(scope, || work(false));
-            let srt = d.srt.finish(convs);
             let mut parts = work(true);
             if let Ok(h) = helper {
                 parts.extend(crate::driver::joined(h.join()));
             }
-            (srt, parts)
+            parts
         });
         // Connection order, as `Facts::stream_keys` lists them.
         parts.sort_unstable_by_key(|(key, _)| *key);
@@ -154,7 +158,7 @@ impl Digest {
             unanswered: crate::tx_facts::unanswered_table(unanswered, facts),
             streams: crate::stream_summary::table(&streams, &facts.names),
             udp_transactions,
-            srt,
+            srt: d.srt,
             concurrency,
             profiles,
             failed: d.failed,
@@ -295,7 +299,11 @@ impl Analysis {
                 Some(crate::concurrency::series_table(&self.digest().concurrency))
             }
             "orphan_replies" => Some(crate::orphan_table::orphan_replies(&self.transactions)),
-            "srt" => Some(self.digest().srt.clone()),
+            "srt" => Some(
+                self.srt
+                    .get_or_init(|| self.digest().srt.table(&self.conversations, None))
+                    .clone(),
+            ),
             "transactions" if !self.transactions.transactions.kept() => None,
             "transactions" => Some(crate::transaction_table::transactions(
                 self.transactions.transactions.iter(),
@@ -317,6 +325,14 @@ impl Analysis {
             "time_profile" => Some(crate::time_profile::table(&self.digest().profiles)),
             _ => None,
         }
+    }
+
+    /// The rows of one breakdown of the `srt` table ("op", "client",
+    /// "server", "file" or "status"; None for another name), in the table's
+    /// order: made alone, without the other breakdowns' rows.
+    pub fn srt_rows(&self, breakdown: &str) -> Option<RecordBatch> {
+        let by = crate::srt_table::breakdown_number(breakdown)?;
+        Some(self.digest().srt.table(&self.conversations, Some(by)))
     }
 
     /// Where each connection's time goes (see `time_profile`).

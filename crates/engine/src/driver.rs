@@ -337,6 +337,7 @@ pub fn analyze(paths: &[String], mut opts: AnalyzeOptions<'_>) -> Result<Analysi
         tcp,
         transactions: log,
         digest,
+        srt: Default::default(),
     })
 }
 

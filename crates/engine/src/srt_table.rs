@@ -260,6 +260,11 @@ impl EndRef {
 /// Breakdowns, in the order of the `breakdown` column's values.
 const BREAKDOWNS: [&str; 5] = ["op", "client", "server", "file", "status"];
 
+/// The number of a breakdown by its name (see [`SrtBuilder::table`]).
+pub(crate) fn breakdown_number(name: &str) -> Option<u8> {
+    BREAKDOWNS.iter().position(|b| *b == name).map(|i| i as u8)
+}
+
 /// A kind of request: protocol, version, operation (a numbered name) and
 /// code.
 type Kind = (&'static str, u32, u32, u32);
@@ -487,8 +492,9 @@ impl SrtBuilder {
 
     /// The rows of the cells before endpoints are merged by name: each
     /// cell counts in the row of its kind, client, server, and file and
-    /// error status if it has them.
-    fn groups(&self) -> Vec<(GroupId, Merged)> {
+    /// error status if it has them (of breakdown `only`'s rows alone, if
+    /// given).
+    fn groups(&self, only: Option<u8>) -> Vec<(GroupId, Merged)> {
         let mut groups: Vec<(GroupId, Merged)> = Vec::new();
         let mut ids: foldhash::HashMap<GroupId, usize> = Default::default();
         for (cell, (key, c)) in self.cells.iter().enumerate() {
@@ -504,6 +510,9 @@ impl SrtBuilder {
                 let Some(k) = k.filter(|&k| k != NONE) else {
                     continue;
                 };
+                if only.is_some_and(|o| usize::from(o) != by) {
+                    continue;
+                }
                 let id = (by as u8, kind, k);
                 let i = *ids.entry(id).or_insert_with(|| {
                     groups.push((id, Merged::default()));
@@ -529,11 +538,14 @@ impl SrtBuilder {
         SrtStats::of(&parts, &self.spill, buf)
     }
 
-    pub(crate) fn finish(self, convs: &ConversationTable) -> RecordBatch {
+    /// The table (the rows of breakdown `only` alone, if given). The
+    /// builder is kept: the table is made when asked for, and a summary
+    /// asks for the operations' rows alone.
+    pub(crate) fn table(&self, convs: &ConversationTable, only: Option<u8>) -> RecordBatch {
         let name = |i: u32| self.names.name(i).to_string();
         let end_names: Vec<String> = self.ends.iter().map(|e| e.name(convs)).collect();
         let mut groups: BTreeMap<Key, Merged> = BTreeMap::new();
-        for ((by, kind, key), g) in self.groups() {
+        for ((by, kind, key), g) in self.groups(only) {
             let Some(&(p, v, op, code)) = self.kinds.get(kind as usize) else {
                 continue;
             };
@@ -721,7 +733,7 @@ mod tests {
             b.add(&lookup("g7".into()));
         }
         assert_eq!(b.files.folded, 305);
-        let table = b.finish(&ConversationTable::default());
+        let table = b.table(&ConversationTable::default(), None);
         let by = table.column_by_name("breakdown").expect("breakdown");
         let by = by.as_any().downcast_ref::<StringArray>().expect("strings");
         let key = table.column_by_name("key").expect("key");
@@ -784,7 +796,7 @@ mod tests {
         }
         // Most samples went to the spill.
         assert!(b.cells.iter().all(|(_, c)| c.samples.blocks.len() >= 3));
-        let table = b.finish(&ConversationTable::default());
+        let table = b.table(&ConversationTable::default(), None);
         let by: StringArray = column(&table, "breakdown");
         let op: StringArray = column(&table, "op");
         let answered: UInt64Array = column(&table, "answered");
@@ -863,7 +875,7 @@ mod tests {
             most_held <= 2 * TailBudget::MAX + 4 * SAMPLES_BLOCK,
             "{most_held} held"
         );
-        let table = b.finish(&ConversationTable::default());
+        let table = b.table(&ConversationTable::default(), None);
         let by: StringArray = column(&table, "breakdown");
         let key: StringArray = column(&table, "key");
         let answered: UInt64Array = column(&table, "answered");
@@ -907,12 +919,12 @@ mod tests {
             b
         };
         let mut moved = build();
-        assert!(moved.groups().iter().any(|(_, g)| g.cells.len() > 2));
+        assert!(moved.groups(None).iter().any(|(_, g)| g.cells.len() > 2));
         std::thread::scope(|s| {
             s.spawn(|| moved.relocate());
         });
         let convs = ConversationTable::default();
-        assert_eq!(moved.finish(&convs), build().finish(&convs));
+        assert_eq!(moved.table(&convs, None), build().table(&convs, None));
     }
 
     #[test]
@@ -974,7 +986,7 @@ mod tests {
                 w.2 += u64::from(!answered);
             }
         }
-        let table = b.finish(&ConversationTable::default());
+        let table = b.table(&ConversationTable::default(), None);
         let strings = |name: &str| {
             let c = table.column_by_name(name).expect(name);
             let c = c.as_any().downcast_ref::<StringArray>().expect("strings");

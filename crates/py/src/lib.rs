@@ -127,6 +127,17 @@ impl PyAnalysis {
         }
     }
 
+    /// The `srt` rows of one breakdown ("op", "client", ...), made without
+    /// the other breakdowns' rows.
+    fn srt_rows(&self, py: Python<'_>, breakdown: &str) -> PyResult<TableStream> {
+        match py.detach(|| self.inner.srt_rows(breakdown)) {
+            Some(batch) => Ok(TableStream { batch }),
+            None => Err(PyKeyError::new_err(format!(
+                "no srt breakdown named {breakdown:?}"
+            ))),
+        }
+    }
+
     /// Rows of a table, without making it where the engine can.
     fn table_len(&self, py: Python<'_>, name: &str) -> PyResult<usize> {
         py.detach(|| self.inner.table_len(name))

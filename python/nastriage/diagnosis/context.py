@@ -18,7 +18,14 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from nastriage.capture import column_chunks, read_columns, read_rows, readable_table, row_views
+from nastriage.capture import (
+    column_chunks,
+    read_columns,
+    read_rows,
+    readable_table,
+    row_views,
+    srt_rows,
+)
 from nastriage.diagnosis.events import Chunk, Event, EventsByStream, table_chunks
 from nastriage.diagnosis.thresholds import DEFAULT, Thresholds
 
@@ -555,13 +562,13 @@ class Context:
 
     def transaction_totals(self) -> tuple[int, float]:
         """(requests, summed response time in ms) over every transaction, TCP and UDP."""
-        srt = self.table("srt")
-        if srt is not None and self.summarised:
+        if self.summarised:
             calls = busy = 0.0
-            for r in rows(srt, ("breakdown", "calls", "sum_ms")):
-                if r["breakdown"] == "op":
-                    calls += int(r["calls"] or 0)
-                    busy += float(r["sum_ms"] or 0.0)
+            # (The operations' rows alone: the client, server and file rows of thousands
+            # of connections are not made for this.)
+            for r in srt_rows(self.capture, "op"):
+                calls += int(r["calls"] or 0)
+                busy += float(r["sum_ms"] or 0.0)
             return int(calls), busy
         t = self.arrow("transactions")
         if t is None or t.num_rows == 0:

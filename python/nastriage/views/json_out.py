@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable, TextIO
 
 import orjson
 
-from nastriage.capture import iter_rows, read_columns, read_rows, readable_table
+from nastriage.capture import iter_rows, read_columns, readable_table, srt_rows
 from nastriage.units import rfc3339_ns, seconds_between
 from nastriage.views import destination
 
@@ -415,7 +415,7 @@ def srt_object(row: Row) -> dict[str, Any]:
 def _srt_rows(capture: Capture) -> Iterator[Row]:
     if "srt" not in capture.table_names:
         return
-    yield from read_rows(readable_table(capture, "srt"), where=("breakdown", "op"))
+    yield from srt_rows(capture, "op")
 
 
 #: The ``concurrency`` columns a concurrency object reads.

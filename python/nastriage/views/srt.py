@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 from typing import TYPE_CHECKING, Any
 
-from nastriage.capture import column_names, read_rows, readable_table
+from nastriage.capture import srt_rows
 from nastriage.sanitize import clean
 from nastriage.units import human_count
 from nastriage.views.summary import Column, TableBlock
@@ -136,12 +136,8 @@ def srt_groups(capture: Capture) -> list[SrtGroup]:
     """
     if "srt" not in capture.table_names:
         return []
-    table = readable_table(capture, "srt")
-    if table.num_rows == 0:
-        return []
-    wanted = [name for name in column_names(table) if name not in ("histogram_log2_us",)]
     groups: dict[tuple[str, int | None], SrtGroup] = {}
-    for row in read_rows(table, wanted, where=("breakdown", "op")):
+    for row in srt_rows(capture, "op", drop=("histogram_log2_us",)):
         protocol = str(row.get("protocol") or "?")
         version = row.get("version")
         if protocol == "smb2":
