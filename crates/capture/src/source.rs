@@ -9,7 +9,11 @@
 use std::io::{self, Read};
 use std::sync::Arc;
 
-const INITIAL_CAPACITY: usize = 1024 * 1024;
+/// Half a MiB: the batches in flight hold the buffers their payloads lie
+/// in, so this sets how much the pipeline pins (with 1 MiB, and 1 MiB of
+/// payload a batch, the peak with 8,640 connections open was 5 MB higher,
+/// at the same speed).
+const INITIAL_CAPACITY: usize = 512 * 1024;
 /// Returned buffers kept for reuse (beyond these, still-held buffers are
 /// simply freed when their last holder lets go).
 const SPARES: usize = 8;

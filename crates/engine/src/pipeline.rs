@@ -25,11 +25,12 @@ use crate::conversations::Assignment;
 /// (a batch holds the reader's buffers its payloads lie in), large enough
 /// that hand-overs are rare.
 const ITEMS: usize = 2048;
-const PAYLOAD_BYTES: usize = 1 << 20;
+const PAYLOAD_BYTES: usize = 1 << 19;
 /// Reader buffers one batch may hold (several files are read at once when
 /// they are merged).
 const BUFFERS: usize = 4;
-/// Batches in flight per stage (each holds up to 1 MiB of reader buffers).
+/// Batches in flight per stage (each holds the reader buffers of up to
+/// 512 KiB of payload).
 /// Four rather than two: on one lossy connection of small requests the
 /// stages' work per batch varies (bursts of duplicate ACKs for the TCP
 /// analysis, of replies for the NFS/SMB layer), and with two a stage often
