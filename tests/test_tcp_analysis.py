@@ -442,6 +442,50 @@ def test_json_conversations_made_in_batches_are_the_rows_objects(
             assert written[i] == json_out.conversation_object(row), path
 
 
+def test_json_conversations_written_by_the_engine_are_the_objects(
+    scenario: Any, synth: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The engine's text of the conversations (what the writer writes) is, object for
+    object and byte for byte, what the encoder makes of the Python objects; however the
+    rows fall into batches."""
+    monkeypatch.setattr(json_out, "_BATCH_ROWS", 3)
+    mix = tmp_path / "mix.pcap"
+    subprocess.run(
+        [str(synth), "bench", str(mix), "--size", "3M", "--seed", "2"],
+        check=True,
+        capture_output=True,
+    )
+    paths = [*map(scenario, ("tcp-pathologies", "tcp-capture-points", "tcp-midstream")), mix]
+    for path in paths:
+        cap = _open(path)
+        texts = json_out._conversation_texts(cap)
+        assert texts is not None, path
+        written = ",\n    ".join(t for t in texts if t)
+        objects = list(json_out._conversations(cap))
+        assert len(objects) > 0
+        assert written == ",\n    ".join(json_out._dumps(o) for o in objects), path
+        assert json.loads("[" + written + "]") == objects, path
+
+
+def test_json_conversations_of_a_stand_in_capture_are_made_in_python() -> None:
+    """Tables that are not the engine's: no text from the engine, the objects instead."""
+    import pyarrow as pa
+
+    from fakes import conversation, conversations_table
+    from nastriage.capture import Capture
+    from report_fakes import TablesAnalysis
+
+    flags = pa.table({"stream": pa.array([0], pa.uint32()), "kind": ["retransmission"]})
+    tables = {
+        "conversations": conversations_table([conversation(0)]),
+        "tcp_flag_counts": flags.append_column("frames", pa.array([1], pa.uint64())),
+    }
+    cap = Capture(TablesAnalysis(tables), ["/data/trace.pcap"])  # type: ignore[arg-type]
+    assert json_out._conversation_texts(cap) is None
+    (obj,) = json_out._conversations(cap)
+    assert obj["tcp_flags"]["retransmission"] == 1
+
+
 def test_json_column_conversions_are_the_value_conversions() -> None:
     floats = [0, 3, -(2**70), 1.5, -0.0, 7.0, float("nan"), float("inf"), -float("inf"), None, True]
     assert repr(json_out._nums(floats)) == repr([json_out._num(v) for v in floats])

@@ -159,6 +159,18 @@ def time_order(times: bytes, frames: bytes) -> bytes:
     ``times`` and ``frames`` as native int64 bytes of one length (ValueError otherwise),
     the positions the same."""
 
+def conversation_json(
+    conversations: TableStream,
+    tcp_connections: TableStream | None,
+    tcp_flag_counts: TableStream | None,
+    start: int,
+    stop: int,
+) -> str:
+    """The JSON view's conversation objects of rows ``start..stop`` (clamped) of the
+    ``conversations`` table, each with its ``tcp_connections`` row (at the same position)
+    and its frames per flag, as the view writes them, separated by ``",\n    "``
+    (RuntimeError if the two tables' rows do not line up)."""
+
 class LossReading:
     """The loss analysis' reading of one data direction of a connection
     (``nastriage.diagnosis.retrans``): ``first`` for each range of its events, ``decide``,

@@ -18,6 +18,7 @@ mod driver;
 mod heap;
 mod in_order;
 mod interner;
+pub mod json_text;
 mod order_stats;
 mod orphan_table;
 mod pipeline;

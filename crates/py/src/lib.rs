@@ -304,6 +304,27 @@ fn capture_error(py: Python<'_>, e: &nastriage_engine::CaptureError) -> PyErr {
 }
 
 /// Analyse captures in one streaming pass; see `_core.pyi`.
+/// The JSON view's conversation objects of `conversations` rows
+/// `start..stop`, as text (see `nastriage_engine::json_text`).
+#[pyfunction]
+#[pyo3(signature = (conversations, tcp_connections, tcp_flag_counts, start, stop))]
+fn conversation_json(
+    py: Python<'_>,
+    conversations: PyRef<'_, TableStream>,
+    tcp_connections: Option<PyRef<'_, TableStream>>,
+    tcp_flag_counts: Option<PyRef<'_, TableStream>>,
+    start: usize,
+    stop: usize,
+) -> PyResult<String> {
+    let (conv, tcp, flags) = (
+        &conversations.batch,
+        tcp_connections.as_ref().map(|t| &t.batch),
+        tcp_flag_counts.as_ref().map(|t| &t.batch),
+    );
+    py.detach(|| nastriage_engine::json_text::conversation_objects(conv, tcp, flags, start, stop))
+        .map_err(pyo3::exceptions::PyRuntimeError::new_err)
+}
+
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 #[pyo3(signature = (paths, progress=None, progress_interval_bytes=64 << 20, decode_as=Vec::new(), segments_for=Vec::new(), segment_points=4000, segment_points_total=1_000_000, keep_transactions=true))]
@@ -375,5 +396,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<loss::LossReading>()?;
     m.add_function(wrap_pyfunction!(analyze, m)?)?;
     m.add_function(wrap_pyfunction!(events::time_order, m)?)?;
+    m.add_function(wrap_pyfunction!(conversation_json, m)?)?;
     Ok(())
 }

@@ -373,6 +373,35 @@ def _conversations(capture: Capture) -> Iterator[dict[str, Any]]:
         yield from conversation_objects(c, objects, [flags.get(int(s)) for s in streams])
 
 
+def _conversation_texts(capture: Capture) -> Iterator[str] | None:
+    """The ``conversations`` section's objects (:func:`_conversations`) as JSON text made by
+    the engine from the same tables (``nastriage_engine::json_text``), a batch of rows at a
+    time: made in Python, thousands of connections' objects were a fifth of the command's
+    time. None when the tables are not the engine's (a stand-in capture)."""
+    from nastriage import _core
+
+    names = capture.table_names
+    # (The flag counts as the engine counts them: not from tcp_events, as without them.)
+    if "conversations" not in names or "tcp_flag_counts" not in names:
+        return None
+
+    def source(name: str) -> _core.TableStream | None:
+        src = getattr(readable_table(capture, name), "_source", None)
+        return src if isinstance(src, _core.TableStream) else None
+
+    conv, flags = source("conversations"), source("tcp_flag_counts")
+    tcp = source("tcp_connections") if "tcp_connections" in names else None
+    if conv is None or flags is None or ("tcp_connections" in names and tcp is None):
+        return None
+    rows = int(conv.num_rows)
+
+    def texts() -> Iterator[str]:
+        for start in range(0, rows, _BATCH_ROWS):
+            yield _core.conversation_json(conv, tcp, flags, start, start + _BATCH_ROWS)
+
+    return texts()
+
+
 @dataclass(frozen=True)
 class TableSection:
     """A JSON list built from an engine table, one object per row."""
@@ -388,6 +417,9 @@ class TableSection:
     #: The section's objects, when they are made a batch of rows at a time (``row`` then
     #: makes the same for one row).
     objects: Callable[[Capture], Iterable[dict[str, Any]]] | None = None
+    #: The same objects as JSON text written by the engine, batches of them separated as
+    #: :func:`write` separates items (None when the engine cannot: other tables).
+    texts: Callable[[Capture], Iterable[str] | None] | None = None
 
 
 _SRT_NUMBERS = ("min_ms", "max_ms", "avg_ms", "sum_ms", "p50_ms", "p90_ms", "p99_ms", "p99_9_ms")
@@ -494,7 +526,13 @@ def _concurrency(capture: Capture) -> Iterator[dict[str, Any]]:
 
 #: The table sections, in document order.
 SECTIONS: tuple[TableSection, ...] = (
-    TableSection("conversations", "conversations", conversation_object, objects=_conversations),
+    TableSection(
+        "conversations",
+        "conversations",
+        conversation_object,
+        objects=_conversations,
+        texts=_conversation_texts,
+    ),
     TableSection("srt", "srt", srt_object, _srt_rows),
     TableSection("concurrency", "concurrency", concurrency_object, objects=_concurrency),
 )
@@ -658,8 +696,22 @@ def write(capture: Capture, out: TextIO, *, findings: list[Finding] | None = Non
             write_list(value)
         else:
             out.write(_dumps(value))
+
+    def write_texts(texts: Iterable[str]) -> None:
+        out.write("[")
+        n = 0
+        for text in texts:
+            if text:
+                out.write(("\n    " if n == 0 else ",\n    ") + text)
+                n += 1
+        out.write("\n  ]" if n else "]")
+
     for section in SECTIONS:
         key_line(section.key)
+        texts = section.texts(capture) if section.texts is not None else None
+        if texts is not None:
+            write_texts(texts)
+            continue
         if section.objects is not None:
             write_list(section.objects(capture))
             continue
