@@ -246,6 +246,7 @@ pub fn analyze(paths: &[String], mut opts: AnalyzeOptions<'_>) -> Result<Analysi
     read?;
     // What is kept leaves those arenas, which then go back whole.
     crate::heap::relocate_after_pass(&mut tcp, &mut log);
+    crate::heap::pool_large_blocks();
 
     // Per-file link types, warnings and errors.
     let mut warnings = Vec::new();
