@@ -18,7 +18,7 @@ use arrow_array::types::{
     UInt16Type, UInt32Type, UInt64Type, UInt8Type,
 };
 use arrow_array::{Array, RecordBatch};
-use arrow_schema::DataType;
+use arrow_schema::{DataType, TimeUnit};
 
 /// Wireshark's TCP analysis flags, in the view's order (`TCP_FLAGS`).
 const TCP_FLAGS: [&str; 15] = [
@@ -84,7 +84,7 @@ impl<'a> Col<'a> {
             DataType::Int16 => a.as_primitive::<Int16Type>().value(i).into(),
             DataType::Int32 => a.as_primitive::<Int32Type>().value(i).into(),
             DataType::Int64 => a.as_primitive::<Int64Type>().value(i).into(),
-            DataType::Timestamp(_, _) => {
+            DataType::Timestamp(TimeUnit::Nanosecond, _) => {
                 a.as_primitive::<TimestampNanosecondType>().value(i).into()
             }
             DataType::Float64 => a.as_primitive::<Float64Type>().value(i) as i128,
