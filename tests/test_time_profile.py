@@ -98,3 +98,56 @@ def test_engine_profile_equals_reference(path: str) -> None:
 def test_engine_profile_equals_reference_on_a_benchmark_capture(tmp_path: Path) -> None:
     """Many NFSv3/NFSv4.1/SMB3 connections with loss, stalls and pipelining."""
     assert _compare(str(bench_capture(tmp_path))) >= 10
+
+
+def test_profiles_by_stream_in_order_the_last_row_of_a_stream_kept() -> None:
+    """Rows out of stream order, one stream twice: the profiles are by stream, in stream
+    order, the later row of the two kept (as a dict by stream would), every field read
+    back as given."""
+    from array import array
+
+    from nastriage.diagnosis.timeline import PROFILE_FIELDS, ProfileColumns, Profiles
+
+    def fields(stream: int, n: int) -> dict[str, Any]:
+        return {
+            "stream": stream,
+            "transactions": n,
+            "answered": n,
+            "span_ns": 1000 * n,
+            "ns": {"transfer": n, "server": 2 * n, "network": 3 * n},
+            "data_ns": {"transfer": n, "server": n, "network": n},
+            "client_rtt_ms": 0.5,
+            "server_rtt_ms": 0.25 * n,
+            "rtt_source": "handshake",
+            "processing_median_ms": 1.5,
+            "processing_p90_ms": 2.5,
+            "processing_by_op": {"READ": 1.0 * n, "GETATTR": 0.5},
+            "processing_by_file": {f"f{n}": 2.0} if n % 2 else {},
+            "data_bytes": 4096 * n,
+            "io_bytes": 4096,
+            "io_requests": n,
+            "metadata_requests": 1,
+            "metadata_only_ns": 7,
+            "outstanding_ns": 900 * n,
+            "max_outstanding": 4,
+            "at_max_fraction": 0.75,
+            "mean_outstanding_busy": 2.5,
+            "slow_frames": array("q", range(n)),
+            "protocols": ["nfs"] if n % 2 else ["nfs", "smb2"],
+            "response_median_ms": 3.0,
+            "first_frames": array("q", [n, n + 1]),
+        }
+
+    columns = ProfileColumns()
+    given = [(7, 1), (3, 2), (9, 3), (3, 4), (5, 5)]
+    for stream, n in given:
+        columns.append(fields(stream, n))
+    profiles = Profiles(columns)
+    assert list(profiles) == [3, 5, 7, 9]
+    want = {s: fields(s, n) for s, n in given}  # (the later row of stream 3)
+    for s, p in profiles.items():
+        assert set(p.fields()) == set(PROFILE_FIELDS)
+        assert p.fields() == want[s], s
+    assert 3 in profiles and 4 not in profiles and profiles.get(4) is None
+    assert profiles[3].share("server") == 8 / 24
+    assert profiles[3].transfer_rate_bps == 4096 * 4 * 8e9 / 4
