@@ -409,6 +409,21 @@ def test_json_tcp_objects(scenario: Any) -> None:
     assert by_port[803]["tcp_flags"]["zero_window_probe"] >= 2
 
 
+#: Scenarios whose conversations the JSON tests write.
+_JSON_SCENARIOS = ("tcp-pathologies", "tcp-capture-points", "tcp-midstream")
+
+
+def _small_mix(synth: Path, directory: Path, seed: int) -> Path:
+    """A generated 3 MB mix (NFSv3, NFSv4.1 and SMB3 connections)."""
+    mix = directory / f"mix-{seed}.pcap"
+    subprocess.run(
+        [str(synth), "bench", str(mix), "--size", "3M", "--seed", str(seed)],
+        check=True,
+        capture_output=True,
+    )
+    return mix
+
+
 def test_json_conversations_made_in_batches_are_the_rows_objects(
     scenario: Any, synth: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -419,13 +434,8 @@ def test_json_conversations_made_in_batches_are_the_rows_objects(
 
     monkeypatch.setattr(json_out, "_BATCH_ROWS", 2)
     # (NFSv3, NFSv4.1 and SMB3 connections: nine concurrency rows, three with credits.)
-    mix = tmp_path / "mix.pcap"
-    subprocess.run(
-        [str(synth), "bench", str(mix), "--size", "3M", "--seed", "1"],
-        check=True,
-        capture_output=True,
-    )
-    for path in (*map(scenario, ("tcp-pathologies", "tcp-capture-points", "tcp-midstream")), mix):
+    mix = _small_mix(synth, tmp_path, seed=1)
+    for path in (*map(scenario, _JSON_SCENARIOS), mix):
         cap = _open(path)
         concurrency = read_rows(cap.plain_table("concurrency"))
         written_concurrency = list(json_out._concurrency(cap))
@@ -449,14 +459,7 @@ def test_json_conversations_written_by_the_engine_are_the_objects(
     object and byte for byte, what the encoder makes of the Python objects; however the
     rows fall into batches."""
     monkeypatch.setattr(json_out, "_BATCH_ROWS", 3)
-    mix = tmp_path / "mix.pcap"
-    subprocess.run(
-        [str(synth), "bench", str(mix), "--size", "3M", "--seed", "2"],
-        check=True,
-        capture_output=True,
-    )
-    paths = [*map(scenario, ("tcp-pathologies", "tcp-capture-points", "tcp-midstream")), mix]
-    for path in paths:
+    for path in (*map(scenario, _JSON_SCENARIOS), _small_mix(synth, tmp_path, seed=2)):
         cap = _open(path)
         texts = json_out._conversation_texts(cap)
         assert texts is not None, path

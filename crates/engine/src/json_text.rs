@@ -20,24 +20,11 @@ use arrow_array::types::{
 use arrow_array::{Array, RecordBatch};
 use arrow_schema::{DataType, TimeUnit};
 
-/// Wireshark's TCP analysis flags, in the view's order (`TCP_FLAGS`).
-const TCP_FLAGS: [&str; 15] = [
-    "retransmission",
-    "fast_retransmission",
-    "spurious_retransmission",
-    "out_of_order",
-    "lost_segment",
-    "ack_lost_segment",
-    "duplicate_ack",
-    "zero_window",
-    "zero_window_probe",
-    "zero_window_probe_ack",
-    "window_full",
-    "window_update",
-    "keep_alive",
-    "keep_alive_ack",
-    "reused_ports",
-];
+use crate::tcp::Flag;
+
+/// Wireshark's TCP analysis flags, in the engine's order (the view's
+/// `TCP_FLAGS` lists them so too).
+const FLAGS: [Flag; Flag::COUNT] = Flag::ALL;
 
 /// Retransmission classes and time-limitation buckets (`tcp_connections`'
 /// `retrans_<class>_<dir>` and `limit_<bucket>_<dir>` columns).
@@ -246,8 +233,8 @@ fn rfc3339_ns(ns: i128) -> Option<String> {
 
 /// Frames per flag and stream, from `tcp_flag_counts` (stream, kind,
 /// frames).
-fn flag_counts(flags: Option<&RecordBatch>) -> HashMap<i128, [i128; 15]> {
-    let mut out: HashMap<i128, [i128; 15]> = HashMap::new();
+fn flag_counts(flags: Option<&RecordBatch>) -> HashMap<i128, [i128; Flag::COUNT]> {
+    let mut out: HashMap<i128, [i128; Flag::COUNT]> = HashMap::new();
     let Some(f) = flags else {
         return out;
     };
@@ -260,8 +247,8 @@ fn flag_counts(flags: Option<&RecordBatch>) -> HashMap<i128, [i128; 15]> {
         let (Some(s), Some(k)) = (stream.int(i), kind.str(i)) else {
             continue;
         };
-        if let Some(slot) = TCP_FLAGS.iter().position(|n| *n == k) {
-            let counts = out.entry(s).or_insert([0; 15]);
+        if let Some(slot) = FLAGS.iter().position(|f| f.name() == k) {
+            let counts = out.entry(s).or_insert([0; Flag::COUNT]);
             counts[slot] += frames.int(i).unwrap_or(0);
         }
     }
@@ -626,13 +613,16 @@ pub fn conversation_objects(
         }
         o.raw(",");
         o.key("tcp_flags");
-        let n = s.and_then(|s| flags.get(&s)).copied().unwrap_or([0; 15]);
+        let n = s
+            .and_then(|s| flags.get(&s))
+            .copied()
+            .unwrap_or([0; Flag::COUNT]);
         o.raw("{");
-        for (j, (name, v)) in TCP_FLAGS.iter().zip(n).enumerate() {
+        for (j, (flag, v)) in FLAGS.iter().zip(n).enumerate() {
             if j > 0 {
                 o.raw(",");
             }
-            o.key(name);
+            o.key(flag.name());
             o.int(Some(v));
         }
         o.raw("}}");
