@@ -338,14 +338,25 @@ impl<'a> TcpCols<'a> {
 
 /// `{"client_to_server":a,"server_to_client":b}` of a pair of columns.
 fn pair(o: &mut Out, cols: &[Col<'_>; 2], i: usize, int: bool) {
-    let value = |o: &mut Out, c: &Col<'_>| {
-        if int {
-            o.int(c.int(i))
-        } else {
-            o.float(c.float(i))
+    named_pair(o, ["client_to_server", "server_to_client"], cols, i, int);
+}
+
+/// `{"<keys[0]>":a,"<keys[1]>":b}` of a pair of columns (integers or
+/// floats).
+fn named_pair(o: &mut Out, keys: [&str; 2], cols: &[Col<'_>; 2], i: usize, int: bool) {
+    o.raw("{");
+    for (j, (k, c)) in keys.iter().zip(cols).enumerate() {
+        if j > 0 {
+            o.raw(",");
         }
-    };
-    o.directions(|o| value(o, &cols[0]), |o| value(o, &cols[1]));
+        o.key(k);
+        if int {
+            o.int(c.int(i));
+        } else {
+            o.float(c.float(i));
+        }
+    }
+    o.raw("}");
 }
 
 /// The `tcp` object of `tcp_connections` row `i` (the view's
@@ -379,21 +390,11 @@ fn tcp_object(o: &mut Out, t: &TcpCols<'_>, i: usize) {
     o.int(t.samples.int(i));
     o.raw(",");
     o.key("rtt_side_median_ms");
-    o.raw("{");
-    o.key("client_side");
-    o.float(t.side[0].float(i));
+    named_pair(o, ["client_side", "server_side"], &t.side, i, false);
     o.raw(",");
-    o.key("server_side");
-    o.float(t.side[1].float(i));
-    o.raw("},");
     o.key("mss");
-    o.raw("{");
-    o.key("client");
-    o.int(t.mss[0].int(i));
+    named_pair(o, ["client", "server"], &t.mss, i, true);
     o.raw(",");
-    o.key("server");
-    o.int(t.mss[1].int(i));
-    o.raw("},");
     o.key("window_scale");
     o.raw("{");
     o.key("client");
