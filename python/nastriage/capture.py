@@ -146,6 +146,14 @@ class PlainTable:
         index = {name: i for i, name in enumerate(self.column_names)}
         return [RowView(self._source, index, row) for row in range(self.num_rows)]
 
+    def engine_stream(self) -> Any | None:
+        """The engine's Arrow stream this table reads (``_core.TableStream``), for the
+        engine's own writers of it (``_core.conversation_json``); None for another source
+        (rows made piecewise, a stand-in)."""
+        from nastriage import _core
+
+        return self._source if isinstance(self._source, _core.TableStream) else None
+
 
 class RowView(Mapping):  # type: ignore[type-arg]  # (Mapping[str, Any]: no typing here)
     """One row of an engine table, read in place: a value becomes a Python object when it is

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable, TextIO
 
 import orjson
 
-from nastriage.capture import iter_rows, read_columns, readable_table, srt_rows
+from nastriage.capture import PlainTable, iter_rows, read_columns, readable_table, srt_rows
 from nastriage.units import rfc3339_ns, seconds_between
 from nastriage.views import destination
 
@@ -386,8 +386,8 @@ def _conversation_texts(capture: Capture) -> Iterator[str] | None:
         return None
 
     def source(name: str) -> _core.TableStream | None:
-        src = getattr(readable_table(capture, name), "_source", None)
-        return src if isinstance(src, _core.TableStream) else None
+        table = readable_table(capture, name)
+        return table.engine_stream() if isinstance(table, PlainTable) else None
 
     conv, flags = source("conversations"), source("tcp_flag_counts")
     tcp = source("tcp_connections") if "tcp_connections" in names else None
