@@ -29,10 +29,12 @@ import sys
 from array import array
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, Generic, TypeVar, overload
 
 from nastriage.capture import read_columns
 from nastriage.diagnosis.context import Context, Tx
+
+_T = TypeVar("_T")
 
 __all__ = ["Profile", "Profiles", "partition", "profile", "profiles", "union_ns"]
 
@@ -198,6 +200,28 @@ class ProfileColumns:
         return out
 
 
+class _Field(Generic[_T]):
+    """A profile's number, read from its column in :class:`ProfileColumns` (``ints`` or
+    ``floats``, by the attribute's name)."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, obj: None, owner: type) -> _Field[_T]: ...
+    @overload
+    def __get__(self, obj: Profile, owner: type) -> _T: ...
+    def __get__(self, obj: Profile | None, owner: type) -> _Field[_T] | _T:
+        if obj is None:
+            return self
+        value: _T = getattr(obj._c, self.kind)[self.name][obj._i]
+        return value
+
+
 class Profile:
     """One connection's time profile: a view of its row in :class:`ProfileColumns`."""
 
@@ -211,19 +235,10 @@ class Profile:
     def stream(self) -> int:
         return self._c.streams[self._i]
 
-    @property
-    def transactions(self) -> int:
-        return self._c.ints["transactions"][self._i]
-
-    @property
-    def answered(self) -> int:
-        return self._c.ints["answered"][self._i]
-
-    @property
-    def span_ns(self) -> int:
-        """Active span (first request to last reply, widened by the client-side round
-        trip)."""
-        return self._c.ints["span_ns"][self._i]
+    transactions = _Field[int]("ints")
+    answered = _Field[int]("ints")
+    span_ns = _Field[int]("ints")
+    """Active span (first request to last reply, widened by the client-side round trip)."""
 
     @property
     def ns(self) -> dict[str, int]:
@@ -236,27 +251,18 @@ class Profile:
         the session set-up and metadata round trips."""
         return {state: self._c.data_ns[state][self._i] for state in STATES}
 
-    @property
-    def client_rtt_ms(self) -> float:
-        return self._c.floats["client_rtt_ms"][self._i]
-
-    @property
-    def server_rtt_ms(self) -> float:
-        return self._c.floats["server_rtt_ms"][self._i]
+    client_rtt_ms = _Field[float]("floats")
+    server_rtt_ms = _Field[float]("floats")
 
     @property
     def rtt_source(self) -> str:
         return self._c.rtt_source[self._i]
 
-    @property
-    def processing_median_ms(self) -> float:
-        """Server processing time per answered request (ms: response time minus the round
-        trip behind the capture point): median, and 90th percentile below."""
-        return self._c.floats["processing_median_ms"][self._i]
+    processing_median_ms = _Field[float]("floats")
+    """Server processing time per answered request (ms: response time minus the round
+    trip behind the capture point): median, and 90th percentile below."""
 
-    @property
-    def processing_p90_ms(self) -> float:
-        return self._c.floats["processing_p90_ms"][self._i]
+    processing_p90_ms = _Field[float]("floats")
 
     @property
     def processing_by_op(self) -> dict[str, float]:
@@ -268,45 +274,21 @@ class Profile:
         """Processing time by file (ms, summed), for "which files"."""
         return self._c.by_file.get(self._i)
 
-    @property
-    def data_bytes(self) -> int:
-        return self._c.ints["data_bytes"][self._i]
+    data_bytes = _Field[int]("ints")
+    io_bytes = _Field[int]("ints")
+    """Bytes moved by data operations (READ/WRITE...); their count below."""
 
-    @property
-    def io_bytes(self) -> int:
-        """Bytes moved by data operations (READ/WRITE...); their count below."""
-        return self._c.ints["io_bytes"][self._i]
+    io_requests = _Field[int]("ints")
+    metadata_requests = _Field[int]("ints")
+    metadata_only_ns = _Field[int]("ints")
+    """Time during which only metadata requests were outstanding."""
 
-    @property
-    def io_requests(self) -> int:
-        return self._c.ints["io_requests"][self._i]
+    outstanding_ns = _Field[int]("ints")
+    max_outstanding = _Field[int]("ints")
+    """Highest number of requests outstanding at once (share of busy time at it below)."""
 
-    @property
-    def metadata_requests(self) -> int:
-        return self._c.ints["metadata_requests"][self._i]
-
-    @property
-    def metadata_only_ns(self) -> int:
-        """Time during which only metadata requests were outstanding."""
-        return self._c.ints["metadata_only_ns"][self._i]
-
-    @property
-    def outstanding_ns(self) -> int:
-        return self._c.ints["outstanding_ns"][self._i]
-
-    @property
-    def max_outstanding(self) -> int:
-        """Highest number of requests outstanding at once (share of busy time at it
-        below)."""
-        return self._c.ints["max_outstanding"][self._i]
-
-    @property
-    def at_max_fraction(self) -> float:
-        return self._c.floats["at_max_fraction"][self._i]
-
-    @property
-    def mean_outstanding_busy(self) -> float:
-        return self._c.floats["mean_outstanding_busy"][self._i]
+    at_max_fraction = _Field[float]("floats")
+    mean_outstanding_busy = _Field[float]("floats")
 
     @property
     def slow_frames(self) -> array[int]:
@@ -318,10 +300,8 @@ class Profile:
         """Storage protocols seen on the connection ("nfs", "smb2"), sorted."""
         return list(self._c.protocols[self._i])
 
-    @property
-    def response_median_ms(self) -> float:
-        """Median response time (ms) of the answered requests (upper middle value)."""
-        return self._c.floats["response_median_ms"][self._i]
+    response_median_ms = _Field[float]("floats")
+    """Median response time (ms) of the answered requests (upper middle value)."""
 
     @property
     def first_frames(self) -> array[int]:
