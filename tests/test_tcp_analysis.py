@@ -24,6 +24,7 @@ import nastriage
 from helpers import ROOT, capture
 from minischema import validate
 from nastriage import schema
+from nastriage.diagnosis.run import diagnose
 from nastriage.views import json_out
 from oracle import SHARED, readable_captures
 
@@ -468,6 +469,57 @@ def test_json_conversations_written_by_the_engine_are_the_objects(
         assert len(objects) > 0
         assert written == ",\n    ".join(json_out._dumps(o) for o in objects), path
         assert json.loads("[" + written + "]") == objects, path
+
+
+def test_json_written_with_texts_made_ahead_is_the_same_document(
+    scenario: Any, synth: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sections' text made on a thread while the rules run (as the command does) gives
+    the document the writer makes by itself, byte for byte; with batches of 2 rows, many
+    more than the thread makes ahead."""
+    monkeypatch.setattr(json_out, "_BATCH_ROWS", 2)
+    for path in (scenario("tcp-pathologies"), _small_mix(synth, tmp_path, seed=3)):
+        cap = _open(path)
+        texts = json_out.start_texts(cap)
+        findings = diagnose(cap, strict=True)
+        ahead, alone = io.StringIO(), io.StringIO()
+        json_out.write(cap, ahead, findings=findings, texts=texts)
+        json_out.write(cap, alone, findings=findings)
+        assert ahead.getvalue() == alone.getvalue(), path
+        assert texts.take("conversations") is None  # (read once)
+
+
+def test_read_ahead_keeps_order_raises_errors_and_lets_go() -> None:
+    import threading
+    import time
+
+    items = [str(i) for i in range(50)]
+    assert list(json_out._ReadAhead(iter(items), 3)) == items
+
+    def failing() -> Any:
+        yield "a"
+        raise ValueError("bad table")
+
+    ahead = json_out._ReadAhead(failing(), 3)
+    assert next(ahead) == "a"
+    with pytest.raises(ValueError, match="bad table"):
+        next(ahead)
+    with pytest.raises(StopIteration):
+        next(ahead)
+
+    # A reader that stops (or drops it) lets the thread go, though the items go on.
+    def endless() -> Any:
+        while True:
+            yield "x"
+
+    before = threading.active_count()
+    ahead = json_out._ReadAhead(endless(), 2)
+    assert next(ahead) == "x"
+    del ahead
+    deadline = time.monotonic() + 10
+    while threading.active_count() > before and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert threading.active_count() == before
 
 
 def test_json_conversations_of_a_stand_in_capture_are_made_in_python() -> None:

@@ -69,6 +69,9 @@ class Analysis:
     app_stats: dict[str, int]
 
     def table_names(self) -> list[str]: ...
+    def wait_for_digest(self) -> None:
+        """Wait until the tables derived from the transactions are made (reading one of
+        them waits too); the GIL is released meanwhile."""
     def table(self, name: str) -> TableStream:
         """An Arrow C stream over the named table (e.g. "conversations").
         Each call gives a fresh stream; pyarrow: ``pa.table(analysis.table(n))``."""

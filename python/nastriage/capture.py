@@ -447,6 +447,15 @@ class Capture:
         """Names of the result tables this engine produces (e.g. ``["conversations"]``)."""
         return list(self._analysis.table_names())
 
+    def wait_for_derived_tables(self) -> None:
+        """Wait until the engine has made the tables derived from the transactions
+        (``srt``, ``time_profile``, ...; see ``_core.Analysis``), which it makes on a
+        thread of its own after the pass. Returns at once for a stand-in analysis."""
+        from nastriage import _core
+
+        if isinstance(self._analysis, _core.Analysis):
+            self._analysis.wait_for_digest()
+
     def _require(self, name: str) -> None:
         if name not in self.table_names:
             known = ", ".join(self.table_names) or "none"

@@ -286,14 +286,18 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
             if reporter is not None:
                 reporter.close()
         findings = None
+        texts = None
+        if out is not None:
+            from nastriage.views import json_out
+
+            # The engine writes the conversations' JSON while the rules run.
+            texts = json_out.start_texts(capture)
         if out is not None or show_summary:
             from nastriage.diagnosis.run import diagnose
 
             findings = diagnose(capture)
         if out is not None:
-            from nastriage.views import json_out
-
-            json_out.write(capture, out, findings=findings)
+            json_out.write(capture, out, findings=findings, texts=texts)
 
     if args.html is not None:
         from nastriage.views.html import run_diagnosis, write_report

@@ -105,6 +105,12 @@ impl PyAnalysis {
         self.inner.table_names()
     }
 
+    /// Wait (without the GIL) until the tables derived from the transactions
+    /// are made.
+    fn wait_for_digest(&self, py: Python<'_>) {
+        py.detach(|| self.inner.wait_for_digest());
+    }
+
     fn table(&self, py: Python<'_>, name: &str) -> PyResult<TableStream> {
         match py.detach(|| self.inner.table(name)) {
             Some(batch) => Ok(TableStream { batch }),
