@@ -46,6 +46,9 @@ def _compare_summary(path: str) -> int:
         got, want = _per_stream(engine, s), _per_stream(reference, s)
         assert got == want, (path, s)
         with_rows += got[0] > 0
+    # The same, for many connections at once (from the columns, or row by row without).
+    for ctx in (engine, reference):
+        assert list(ctx.metadata_ops_of(streams)) == [ctx.metadata_ops(s) for s in streams]
     assert engine.udp_transaction_count() == reference.udp_transaction_count(), path
     summary = cap.table("stream_transactions")
     assert summary.num_rows == with_rows, path

@@ -151,3 +151,42 @@ def test_profiles_by_stream_in_order_the_last_row_of_a_stream_kept() -> None:
     assert 3 in profiles and 4 not in profiles and profiles.get(4) is None
     assert profiles[3].share("server") == 8 / 24
     assert profiles[3].transfer_rate_bps == 4096 * 4 * 8e9 / 4
+    # Totals and selections over every profile, read from the columns.
+    for name in ("transactions", "io_requests", "metadata_only_ns", "outstanding_ns"):
+        assert profiles.total(name) == sum(getattr(p, name) for p in profiles.values())
+    assert profiles.streams_with("metadata_requests") == [3, 5, 7, 9]
+    assert profiles.streams_with("io_requests") == [3, 5, 7, 9]
+    columns.ints["io_requests"][0] = 0  # (stream 7's row)
+    assert Profiles(columns).streams_with("io_requests") == [3, 5, 9]
+
+
+def test_profile_lists_of_many_connections_at_once() -> None:
+    """The lists and mappings of a batch of connections, added at once, read back as added
+    one connection at a time (None: empty); a mapping with more names than values pairs as
+    many as it can, as one at a time does; integers given as floats are converted."""
+    from nastriage.diagnosis.timeline import _float_array, _int_array, _Lists, _Named
+
+    lists = [[1, 2], None, [], [3], [4, 5, 6]]
+    at_once, one_by_one = _Lists("q"), _Lists("q")
+    at_once.extend(lists)
+    for x in lists:
+        one_by_one.append(x or ())
+    assert [at_once.get(i) for i in range(5)] == [one_by_one.get(i) for i in range(5)]
+    assert at_once.get(4) == array("q", [4, 5, 6]) and at_once.get(1) == array("q")
+
+    for names, values in (
+        ([["a", "b"], None, ["c"]], [[1.0, 2], None, [3.5]]),
+        ([["a", "b"], ["c"]], [[1.0], [2.0, 3.0]]),  # (lengths that differ)
+    ):
+        at_once_n, one_by_one_n = _Named(), _Named()
+        at_once_n.extend(names, values)
+        for k, v in zip(names, values):
+            one_by_one_n.append(k or (), v or ())
+        got = [at_once_n.get(i) for i in range(len(names))]
+        assert got == [one_by_one_n.get(i) for i in range(len(names))]
+    assert got == [{"a": 1.0}, {"c": 2.0}]
+
+    assert _int_array([1, 2.0, True]) == array("q", [1, 2, 1])
+    assert _float_array([1, 2.5]) == array("d", [1.0, 2.5])
+    with pytest.raises(TypeError):
+        _int_array([None])

@@ -24,6 +24,7 @@ hand-made tables in tests); ``tests/test_time_profile.py`` keeps the two equal.
 from __future__ import annotations
 
 import bisect
+import itertools
 import statistics
 import sys
 from array import array
@@ -119,6 +120,12 @@ class _Lists:
         self.values.extend(values)
         self.at.append(len(self.values))
 
+    def extend(self, lists: list[Any]) -> None:
+        """Several connections' lists (None: empty), at once."""
+        sizes = _sizes(lists)
+        self.values.extend(_flat(lists))
+        self.at.extend(_ends(self.at[-1], sizes))
+
     def get(self, i: int) -> Any:
         return self.values[self.at[i] : self.at[i + 1]]
 
@@ -140,9 +147,55 @@ class _Named:
             self.values.append(float(v))
         self.at.append(len(self.names))
 
+    def extend(self, names: list[Any], values: list[Any]) -> None:
+        """Several connections' mappings (None: empty), at once."""
+        sizes = _sizes(names)
+        if sizes != _sizes(values):
+            # A mapping with more names than values or the reverse: one at a time (as
+            # many pairs as the shorter has).
+            for k, v in zip(names, values):
+                self.append(k or (), v or ())
+            return
+        self.names.extend(map(sys.intern, map(str, _flat(names))))
+        self.values.extend(map(float, _flat(values)))
+        self.at.extend(_ends(self.at[-1], sizes))
+
     def get(self, i: int) -> dict[str, float]:
         a, b = self.at[i], self.at[i + 1]
         return dict(zip(self.names[a:b], self.values[a:b]))
+
+
+def _flat(lists: list[Any]) -> Iterator[Any]:
+    """The items of several lists (None: empty), end to end."""
+    return itertools.chain.from_iterable(filter(None, lists))
+
+
+def _sizes(lists: list[Any]) -> list[int]:
+    """The lengths of several lists (None: 0)."""
+    return [len(x) if x else 0 for x in lists]
+
+
+def _ends(start: int, sizes: list[int]) -> Iterator[int]:
+    """Where lists of these sizes end, put end to end after ``start`` items."""
+    ends = itertools.accumulate(sizes, initial=start)
+    next(ends)
+    return ends
+
+
+def _int_array(values: list[Any]) -> array[int]:
+    """``values`` as integers (converted one by one only when the column is not integers
+    already: floats)."""
+    try:
+        return array("q", values)
+    except TypeError:
+        return array("q", [int(v) for v in values])
+
+
+def _float_array(values: list[Any]) -> array[float]:
+    try:
+        return array("d", values)
+    except TypeError:
+        return array("d", [float(v) for v in values])
 
 
 class ProfileColumns:
@@ -405,6 +458,14 @@ class Profiles(Mapping[int, Profile]):
         c = self._c
         return (Profile(c, i) for i in range(len(c)))
 
+    def total(self, field: str) -> int:
+        """The sum of an integer field over every profile (from its column)."""
+        return sum(self._c.ints[field])
+
+    def streams_with(self, field: str) -> list[int]:
+        """The streams (in order) whose integer ``field`` is not 0."""
+        return [s for s, v in zip(self._c.streams, self._c.ints[field]) if v]
+
 
 def is_data_op(op: str) -> bool:
     return op in DATA_OPS or op.upper() in DATA_OPS
@@ -459,31 +520,27 @@ def _add_rows(out: ProfileColumns, c: dict[str, list[Any]]) -> None:
     """Rows of the engine's ``time_profile`` table, as columns, to ``out``: a column at a
     time (every value is read; through a row's mapping, a value at a time, the lookups
     were most of the profiles' time on thousands of connections)."""
-    out.streams.extend(int(v) for v in c["stream"])
+    out.streams.extend(_int_array(c["stream"]))
     for name in _INT_FIELDS:
         values = c[name]
         if name == "span_ns":
             out.ints[name].extend(max(int(v), 1) for v in values)
         else:
-            out.ints[name].extend(int(v) for v in values)
+            out.ints[name].extend(_int_array(values))
     for name in _FLOAT_FIELDS:
         if name == "response_median_ms":
             out.floats[name].extend(float(v or 0.0) for v in c[name])
         else:
-            out.floats[name].extend(float(v) for v in c[name])
+            out.floats[name].extend(_float_array(c[name]))
     for state in STATES:
-        out.ns[state].extend(int(v) for v in c[f"{state}_ns"])
-        out.data_ns[state].extend(int(v) for v in c[f"data_{state}_ns"])
+        out.ns[state].extend(_int_array(c[f"{state}_ns"]))
+        out.data_ns[state].extend(_int_array(c[f"data_{state}_ns"]))
     out.rtt_source.extend(out._shared(str(v)) for v in c["rtt_source"])
     out.protocols.extend(out._shared(tuple(str(p) for p in v or ())) for v in c["protocols"])
-    for v in c["slow_frames"]:
-        out.slow_frames.append(v or ())
-    for v in c["first_frames"]:
-        out.first_frames.append(v or ())
-    for names, values in zip(c["processing_ops"], c["processing_ops_ms"]):
-        out.by_op.append(names or (), values or ())
-    for names, values in zip(c["processing_files"], c["processing_files_ms"]):
-        out.by_file.append(names or (), values or ())
+    out.slow_frames.extend(c["slow_frames"])
+    out.first_frames.extend(c["first_frames"])
+    out.by_op.extend(c["processing_ops"], c["processing_ops_ms"])
+    out.by_file.extend(c["processing_files"], c["processing_files_ms"])
 
 
 def _profile(ctx: Context, stream: int) -> dict[str, Any] | None:

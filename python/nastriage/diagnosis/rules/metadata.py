@@ -14,9 +14,9 @@ from nastriage.sanitize import one_line
 def metadata_heavy(ctx: Context) -> list[Finding]:
     th = ctx.th
     ps = profiles(ctx)
-    calls = sum(p.metadata_requests for p in ps.values())
-    outstanding = sum(p.outstanding_ns for p in ps.values())
-    meta_ns = sum(p.metadata_only_ns for p in ps.values())
+    calls = ps.total("metadata_requests")
+    outstanding = ps.total("outstanding_ns")
+    meta_ns = ps.total("metadata_only_ns")
     if calls < th.metadata_min_calls or not outstanding:
         return []
     share = meta_ns / outstanding
@@ -25,18 +25,18 @@ def metadata_heavy(ctx: Context) -> list[Finding]:
     ops: Counter[str] = Counter()
     srt: dict[str, float] = {}
     first_frames: list[int] = []
-    for s in ps:  # per connection, then over them: the engine's summary sums the same way
-        stream_ops, stream_frames = ctx.metadata_ops(s)
+    # Per connection, then over them: the engine's summary sums the same way.
+    for stream_ops, stream_frames in ctx.metadata_ops_of(ps):
         for op, n, op_ms in stream_ops:
             ops[op] += n
             srt[op] = srt.get(op, 0.0) + op_ms
         first_frames += stream_frames[: 30 - len(first_frames)]
     top = ops.most_common(4)
     top_text = ", ".join(f"{one_line(op)} x{n}" for op, n in top)
-    span_s = sum(p.span_ns for p in ps.values()) / 1e9
+    span_s = ps.total("span_ns") / 1e9
     rate = calls / span_s if span_s > 0 else 0.0
-    data = sum(p.io_requests for p in ps.values())
-    streams = sorted(s for s, p in ps.items() if p.metadata_requests)
+    data = ps.total("io_requests")
+    streams = ps.streams_with("metadata_requests")
     return [
         Finding(
             id="metadata-heavy",
