@@ -672,9 +672,10 @@ def _header(capture: Capture, findings: list[Finding] | None = None) -> dict[str
     }
 
 
-#: Batches of a section's text made ahead of the writer (see :func:`start_texts`): 4 of
-#: 1,024 conversations are about 6 MB.
-_TEXTS_AHEAD = 4
+#: Batches of a section's text made ahead of the writer (see :func:`start_texts`), besides
+#: the one its thread holds: two of 1,024 conversations are about 5 MB. (Four were no
+#: faster with 4,743 connections, and 4 MB more.)
+_TEXTS_AHEAD = 2
 
 
 class SectionTexts:
