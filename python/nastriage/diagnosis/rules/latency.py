@@ -180,15 +180,25 @@ def _latency_bound(ctx: Context) -> dict[int, Profile]:
 def _credit_starved_share(ctx: Context, stream: int) -> float:
     """Share of the connection's span with requests held back for lack of credits (0 when
     too few requests were held back to matter)."""
-    conc = ctx.concurrency.get(stream, {})
-    starved = conc.get("credit_starved_ms")
-    span = conc.get("span_ns")
-    held = int(conc.get("credit_starved_requests") or 0)
-    if not starved or not span or held < ctx.th.credit_starved_min_requests:
-        return 0.0
-    if int(conc.get("min_credit_balance") or 0) < 0:
-        return 0.0  # the balance went negative: the capture started mid-session
-    return float(starved) * 1e6 / float(span)
+    return _credit_starved_shares(ctx).get(stream, 0.0)
+
+
+def _credit_starved_shares(ctx: Context) -> dict[int, float]:
+    """:func:`_credit_starved_share` of every connection with a ``concurrency`` row."""
+
+    def build() -> dict[int, float]:
+        names = ("credit_starved_ms", "span_ns", "credit_starved_requests", "min_credit_balance")
+        out: dict[int, float] = {}
+        for s, (starved, span, held, low) in ctx.concurrency_values(names).items():
+            if not starved or not span or int(held or 0) < ctx.th.credit_starved_min_requests:
+                out[s] = 0.0
+            elif int(low or 0) < 0:
+                out[s] = 0.0  # the balance went negative: the capture started mid-session
+            else:
+                out[s] = float(starved) * 1e6 / float(span)
+        return out
+
+    return ctx._cached("credit_starved_shares", build)  # type: ignore[no-any-return]
 
 
 def _credit_starved(ctx: Context, stream: int) -> bool:
@@ -341,10 +351,9 @@ def request_size_limited(ctx: Context) -> list[Finding]:
 
 def credit_starvation(ctx: Context) -> list[Finding]:
     hits = []
-    for s, conc in ctx.concurrency.items():
-        share = _credit_starved_share(ctx, s)
+    for s, share in _credit_starved_shares(ctx).items():
         if share >= ctx.th.credit_starved_share:
-            hits.append((share, s, conc))
+            hits.append((share, s, ctx.concurrency[s]))
     if not hits:
         return []
     hits.sort(reverse=True)

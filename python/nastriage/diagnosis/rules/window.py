@@ -29,10 +29,13 @@ def receive_window_limited(ctx: Context) -> list[Finding]:
         tcp = info.tcp
         if not tcp:
             continue
-        rtt = ctx.path_rtt_ms(stream)
-        for d in ("c2s", "s2c"):
-            if info.payload_dir(d) < th.min_stream_bytes or not rtt:
-                continue
+        # (The round trip only for a connection that moved enough: with thousands of
+        # connections, looking it up for every one was most of the rule's time.)
+        dirs = [d for d in ("c2s", "s2c") if info.payload_dir(d) >= th.min_stream_bytes]
+        rtt = ctx.path_rtt_ms(stream) if dirs else None
+        if not rtt:
+            continue
+        for d in dirs:
             segments = info.frames_c2s if d == "c2s" else info.frames_s2c
             limited = int(tcp.get(f"window_limited_{d}") or 0)
             wl_share = limited / segments if segments else 0.0
