@@ -67,6 +67,10 @@ pub struct Analysis {
 /// ([`crate::derived::Derived`]): the compressed log is not read again.
 pub(crate) struct Digest {
     srt: crate::srt_table::SrtBuilder,
+    /// The operations' rows of `srt`, which every summary reads (the
+    /// rules' request totals, the terminal's and the JSON's tables): made
+    /// here, on the digest's threads, rather than on the caller's.
+    srt_ops: Option<RecordBatch>,
     concurrency: crate::concurrency::ConcurrencyResult,
     profiles: Vec<crate::time_profile::TimeProfile>,
     failed: crate::tx_store::TxStore,
@@ -125,16 +129,20 @@ impl Digest {
             }
             done
         };
-        let mut parts = std::thread::scope(|scope| {
+        let (srt_ops, mut parts) = std::thread::scope(|scope| {
             // (No second thread: this one takes every connection.)
             let helper = std::thread::Builder::new()
                 .name("nastriage-digest".into())
                 .spawn_scoped(scope, || work(false));
+            // The operations' srt rows first, while the helper starts on the
+            // connections (5 ms with 4,743 connections).
+            let srt_ops =
+                crate::srt_table::breakdown_number("op").map(|by| d.srt.table(convs, Some(by)));
             let mut parts = work(true);
             if let Ok(h) = helper {
                 parts.extend(crate::driver::joined(h.join()));
             }
-            parts
+            (srt_ops, parts)
         });
         // Connection order, as `Facts::stream_keys` lists them.
         parts.sort_unstable_by_key(|(key, _)| *key);
@@ -167,6 +175,7 @@ impl Digest {
             unanswered: crate::tx_facts::unanswered_table(unanswered, facts),
             streams: crate::stream_summary::table(&streams, &facts.names),
             udp_transactions,
+            srt_ops,
             srt: d.srt,
             concurrency,
             profiles,
@@ -341,7 +350,11 @@ impl Analysis {
     /// order: made alone, without the other breakdowns' rows.
     pub fn srt_rows(&self, breakdown: &str) -> Option<RecordBatch> {
         let by = crate::srt_table::breakdown_number(breakdown)?;
-        Some(self.digest().srt.table(&self.conversations, Some(by)))
+        let digest = self.digest();
+        match &digest.srt_ops {
+            Some(rows) if breakdown == "op" => Some(rows.clone()),
+            _ => Some(digest.srt.table(&self.conversations, Some(by))),
+        }
     }
 
     /// Where each connection's time goes (see `time_profile`).
