@@ -58,6 +58,12 @@ impl Cols {
     pub(crate) fn stro(&mut self, name: &str, v: Vec<Option<String>>) {
         self.push(name, true, Arc::new(StringArray::from(v)));
     }
+    /// Borrowed texts, copied once, into the array (not into a `String`
+    /// each first: with thousands of rows those allocations were a large
+    /// part of a table's making).
+    pub(crate) fn strs<'a>(&mut self, name: &str, v: impl IntoIterator<Item = &'a str>) {
+        self.push(name, false, Arc::new(StringArray::from_iter_values(v)));
+    }
     pub(crate) fn ts(&mut self, name: &str, v: Vec<i64>) {
         let a = TimestampNanosecondArray::from(v).with_timezone("UTC");
         self.push(name, false, Arc::new(a));

@@ -134,14 +134,8 @@ pub(crate) fn tcp_connections(t: &TcpAnalysis, convs: &ConversationTable) -> Rec
     let mut k = Cols::default();
     let f_ms = |v: Option<i64>| v.map(|x| ms(x as f64));
     k.u32("stream", rows.iter().map(|r| r.stream).collect());
-    k.str(
-        "capture_point",
-        rows.iter().map(|r| r.point.name().to_string()).collect(),
-    );
-    k.str(
-        "capture_point_reason",
-        rows.iter().map(|r| r.why.clone()).collect(),
-    );
+    k.strs("capture_point", rows.iter().map(|r| r.point.name()));
+    k.strs("capture_point_reason", rows.iter().map(|r| r.why.as_str()));
     k.f64o(
         "rtt_handshake_client_ms",
         rows.iter()
@@ -392,15 +386,10 @@ pub(crate) fn tcp_connections(t: &TcpAnalysis, convs: &ConversationTable) -> Rec
             );
         }
     }
-    k.str(
+    k.strs(
         "cc_hint",
         rows.iter()
-            .map(|r| {
-                r.sum
-                    .map_or("unknown", |m| m.dirs[r.cc_dir].cc.hint)
-                    .to_string()
-            })
-            .collect(),
+            .map(|r| r.sum.map_or("unknown", |m| m.dirs[r.cc_dir].cc.hint)),
     );
     k.f64(
         "cc_confidence",
@@ -408,20 +397,11 @@ pub(crate) fn tcp_connections(t: &TcpAnalysis, convs: &ConversationTable) -> Rec
             .map(|r| r.sum.map_or(0.0, |m| m.dirs[r.cc_dir].cc.confidence))
             .collect(),
     );
-    k.str(
-        "cc_direction",
-        rows.iter()
-            .map(|r| dir_name(r.cc_dir, r.c).to_string())
-            .collect(),
-    );
-    k.str(
+    k.strs("cc_direction", rows.iter().map(|r| dir_name(r.cc_dir, r.c)));
+    k.strs(
         "cc_reasoning",
         rows.iter()
-            .map(|r| {
-                r.sum
-                    .map_or(String::new(), |m| m.dirs[r.cc_dir].cc.reasoning.clone())
-            })
-            .collect(),
+            .map(|r| r.sum.map_or("", |m| m.dirs[r.cc_dir].cc.reasoning.as_str())),
     );
     for (suffix, client_dir) in [("c2s", true), ("s2c", false)] {
         let d = |r: &Row| if client_dir { r.c } else { r.s };
