@@ -156,6 +156,11 @@ def test_profiles_by_stream_in_order_the_last_row_of_a_stream_kept() -> None:
         assert profiles.total(name) == sum(getattr(p, name) for p in profiles.values())
     assert profiles.streams_with("metadata_requests") == [3, 5, 7, 9]
     assert profiles.streams_with("io_requests") == [3, 5, 7, 9]
+    # (n: stream 3 -> 4, 5 -> 5, 7 -> 1, 9 -> 3)
+    assert list(profiles.at_least({"io_requests": 3})) == [3, 5, 9]
+    picked = profiles.at_least({"io_requests": 3, "data_bytes": 4096 * 4})
+    assert list(picked) == [3, 5] and picked[5].fields() == want[5]
+    assert profiles.at_least({}).keys() == profiles.keys()
     columns.ints["io_requests"][0] = 0  # (stream 7's row)
     assert Profiles(columns).streams_with("io_requests") == [3, 5, 9]
 

@@ -462,6 +462,16 @@ class Profiles(Mapping[int, Profile]):
         """The sum of an integer field over every profile (from its column)."""
         return sum(self._c.ints[field])
 
+    def at_least(self, least: Mapping[str, int]) -> dict[int, Profile]:
+        """The profiles (by stream, in order) whose integer fields are each at least the
+        given value."""
+        c = self._c
+        rows: Iterable[int] = range(len(c))
+        for field, value in least.items():
+            column = c.ints[field]
+            rows = [i for i in rows if column[i] >= value]
+        return {c.streams[i]: Profile(c, i) for i in rows}
+
     def streams_with(self, field: str) -> list[int]:
         """The streams (in order) whose integer ``field`` is not 0."""
         return [s for s, v in zip(self._c.streams, self._c.ints[field]) if v]

@@ -28,15 +28,16 @@ from nastriage.sanitize import one_line
 
 
 def _judged(ctx: Context, *, min_bytes: bool = False) -> dict[int, Profile]:
-    """Connections with enough answered requests (and data, if ``min_bytes``) to judge."""
-    out = {}
-    for s, p in profiles(ctx).items():
-        if p.answered < ctx.th.min_requests:
-            continue
-        if min_bytes and p.data_bytes < ctx.th.min_stream_bytes:
-            continue
-        out[s] = p
-    return out
+    """Connections with enough answered requests (and data, if ``min_bytes``) to judge
+    (read from the profiles' columns; the same for every rule that asks)."""
+
+    def build() -> dict[int, Profile]:
+        least = {"answered": ctx.th.min_requests}
+        if min_bytes:
+            least["data_bytes"] = ctx.th.min_stream_bytes
+        return profiles(ctx).at_least(least)
+
+    return ctx._cached(f"judged:{min_bytes}", build)  # type: ignore[no-any-return]
 
 
 def _time_filter(p: Profile, ctx: Context, seconds: float) -> str:
@@ -162,6 +163,11 @@ def server_latency(ctx: Context) -> list[Finding]:
 
 
 def _latency_bound(ctx: Context) -> dict[int, Profile]:
+    """Connections whose data phase waited mostly on the network (two rules read them)."""
+    return ctx._cached("latency_bound", lambda: _find_latency_bound(ctx))  # type: ignore[no-any-return]
+
+
+def _find_latency_bound(ctx: Context) -> dict[int, Profile]:
     th = ctx.th
     out = {}
     for s, p in _judged(ctx, min_bytes=True).items():
