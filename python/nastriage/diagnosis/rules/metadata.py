@@ -22,16 +22,18 @@ def metadata_heavy(ctx: Context) -> list[Finding]:
     share = meta_ns / outstanding
     if share < th.metadata_time_share:
         return []
-    ops: Counter[str] = Counter()
+    counts: dict[str, int] = {}
     srt: dict[str, float] = {}
     first_frames: list[int] = []
     # Per connection, then over them: the engine's summary sums the same way.
     for stream_ops, stream_frames in ctx.metadata_ops_of(ps):
         for op, n, op_ms in stream_ops:
-            ops[op] += n
+            counts[op] = counts.get(op, 0) + n
             srt[op] = srt.get(op, 0.0) + op_ms
-        first_frames += stream_frames[: 30 - len(first_frames)]
-    top = ops.most_common(4)
+        if len(first_frames) < 30:
+            first_frames += stream_frames[: 30 - len(first_frames)]
+    # (Ties in order of first appearance, as counted.)
+    top = Counter(counts).most_common(4)
     top_text = ", ".join(f"{one_line(op)} x{n}" for op, n in top)
     span_s = ps.total("span_ns") / 1e9
     rate = calls / span_s if span_s > 0 else 0.0
