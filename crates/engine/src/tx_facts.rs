@@ -404,16 +404,21 @@ impl Iterator for FactsIter<'_> {
                 _ => self.open_next(),
             }
         }
-        let std::cmp::Reverse((_, i)) = self.open.pop()?;
+        // The top run's next fact takes its place on top, sifted down once
+        // (runs barely overlap: mostly it stays there), rather than popped
+        // and pushed.
+        let mut top = self.open.peek_mut()?;
+        let std::cmp::Reverse((_, i)) = *top;
         let (head, rest) = &mut self.heads[i];
         let out = *head;
         match rest.next() {
             Some(next) => {
                 *head = next;
-                self.open.push(std::cmp::Reverse((next.order(), i)));
+                *top = std::cmp::Reverse((next.order(), i));
             }
             // Read out: its memory goes now, and its slot to the next run.
             None => {
+                std::collections::binary_heap::PeekMut::pop(top);
                 *rest = Vec::new().into_iter();
                 self.free.push(i);
             }
