@@ -16,7 +16,7 @@ from array import array
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from nastriage.capture import (
     column_chunks,
@@ -52,11 +52,31 @@ columns = read_columns
 rows = read_rows
 
 
+_V = TypeVar("_V")
+
+
 def _by_stream(table: Any) -> dict[int, Mapping[str, Any]]:
     """A per-connection table's rows (read in place, see ``RowView``) by stream (a row
     without one is left out)."""
-    keys = read_columns(table, ("stream",))["stream"]
-    return {int(k): r for k, r in zip(keys, row_views(table)) if k is not None}
+    return _last_by_stream(read_columns(table, ("stream",))["stream"], row_views(table))
+
+
+def _last_by_stream(
+    streams: Iterable[Any], values: Iterable[_V], keep: Iterable[bool] | None = None
+) -> dict[int, _V]:
+    """Each stream's value, from a column of streams and one of values: its last row's
+    (its first row gives its place in the mapping); rows without a stream, or not
+    ``keep``, left out."""
+    kept = keep if keep is not None else itertools.repeat(True)
+    return {int(s): v for s, v, k in zip(streams, values, kept) if k and s is not None}
+
+
+def _storage_concurrency(t: Any, values: Iterable[_V]) -> dict[int, _V]:
+    """``values`` (one a row) of the ``concurrency`` rows of NFS/SMB connections, by
+    stream."""
+    cols = read_columns(t, ("stream", "protocol"))
+    storage = (str(p or "") in STORAGE_PROTOCOLS for p in cols["protocol"])
+    return _last_by_stream(cols["stream"], values, storage)
 
 
 @dataclass
@@ -666,7 +686,7 @@ class Context:
                  "metadata_first_frames")  # fmt: skip
         c = read_columns(t, names)
         # (The last row of a stream, as the rows by stream keep it.)
-        at = {int(k): i for i, k in enumerate(c["stream"]) if k is not None}
+        at = _last_by_stream(c["stream"], range(len(c["stream"])))
         ops, calls, srt, first = (c[n] for n in names[1:])
         for s in streams:
             i = at.get(s)
@@ -720,12 +740,7 @@ class Context:
             t = self.table("concurrency")
             if t is None:
                 return {}
-            cols = read_columns(t, ("stream", "protocol"))
-            out: dict[int, Mapping[str, Any]] = {}
-            for s, p, r in zip(cols["stream"], cols["protocol"], row_views(t)):
-                if str(p or "") in STORAGE_PROTOCOLS:
-                    out[int(s)] = r
-            return out
+            return _storage_concurrency(t, row_views(t))
 
         return self._cached("concurrency", build)  # type: ignore[no-any-return]
 
@@ -735,12 +750,8 @@ class Context:
         t = self.table("concurrency")
         if t is None:
             return {}
-        cols = read_columns(t, ("stream", "protocol", *names))
-        out: dict[int, tuple[Any, ...]] = {}
-        for s, p, *values in zip(*cols.values()):
-            if str(p or "") in STORAGE_PROTOCOLS:
-                out[int(s)] = tuple(values)
-        return out
+        cols = read_columns(t, names)
+        return _storage_concurrency(t, zip(*(cols[n] for n in names)))
 
     # -- RTT and capture point -----------------------------------------------------------------
 
