@@ -52,17 +52,18 @@ impl Cols {
     pub(crate) fn bool(&mut self, name: &str, v: Vec<bool>) {
         self.push(name, false, Arc::new(BooleanArray::from(v)));
     }
-    pub(crate) fn str(&mut self, name: &str, v: Vec<String>) {
-        self.push(name, false, Arc::new(StringArray::from(v)));
-    }
-    pub(crate) fn stro(&mut self, name: &str, v: Vec<Option<String>>) {
-        self.push(name, true, Arc::new(StringArray::from(v)));
-    }
-    /// Borrowed texts, copied once, into the array (not into a `String`
-    /// each first: with thousands of rows those allocations were a large
-    /// part of a table's making).
-    pub(crate) fn strs<'a>(&mut self, name: &str, v: impl IntoIterator<Item = &'a str>) {
+    /// Texts, owned or borrowed: a borrowed one is copied once, into the
+    /// array (a `String` made for each row first was a large part of a
+    /// table's making with thousands of rows).
+    pub(crate) fn str<S: AsRef<str>>(&mut self, name: &str, v: impl IntoIterator<Item = S>) {
         self.push(name, false, Arc::new(StringArray::from_iter_values(v)));
+    }
+    pub(crate) fn stro<S: AsRef<str>>(
+        &mut self,
+        name: &str,
+        v: impl IntoIterator<Item = Option<S>>,
+    ) {
+        self.push(name, true, Arc::new(v.into_iter().collect::<StringArray>()));
     }
     pub(crate) fn ts(&mut self, name: &str, v: Vec<i64>) {
         let a = TimestampNanosecondArray::from(v).with_timezone("UTC");

@@ -215,7 +215,7 @@ pub(crate) fn tcp_flag_counts(t: &crate::tcp::TcpAnalysis) -> RecordBatch {
         .collect();
     let mut k = crate::columns::Cols::default();
     k.u32("stream", rows.iter().map(|r| r.0).collect());
-    k.str("kind", rows.iter().map(|r| r.1.to_string()).collect());
+    k.str("kind", rows.iter().map(|r| r.1));
     k.u64("frames", rows.iter().map(|r| r.2).collect());
     k.finish("tcp_flag_counts")
 }

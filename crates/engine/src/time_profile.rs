@@ -824,10 +824,7 @@ pub(crate) fn table(rows: &[TimeProfile]) -> RecordBatch {
     }
     k.f64("client_rtt_ms", fcol(&|r| r.client_rtt_ms));
     k.f64("server_rtt_ms", fcol(&|r| r.server_rtt_ms));
-    k.str(
-        "rtt_source",
-        rows.iter().map(|r| r.rtt_source.to_string()).collect(),
-    );
+    k.str("rtt_source", rows.iter().map(|r| r.rtt_source));
     k.f64("processing_median_ms", fcol(&|r| r.processing_median_ms));
     k.f64("processing_p90_ms", fcol(&|r| r.processing_p90_ms));
     let [op_names, op_ms] = named_list(rows, |r| &r.by_op);

@@ -527,16 +527,10 @@ pub(crate) fn unanswered_table(mut rows: Vec<TxFacts>, facts: &Facts) -> arrow_a
     rows.sort_unstable_by_key(TxFacts::order);
     let mut k = crate::columns::Cols::default();
     k.u32("stream", rows.iter().map(|f| f.stream).collect());
-    let transport = |f: &TxFacts| if f.tcp() { "tcp" } else { "udp" }.to_string();
-    k.str("transport", rows.iter().map(transport).collect());
-    let protocol = |f: &TxFacts| facts.names.protocol(f).to_string();
-    k.str("protocol", rows.iter().map(protocol).collect());
-    k.str(
-        "op",
-        rows.iter()
-            .map(|f| facts.names.ops.name(f.op).to_string())
-            .collect(),
-    );
+    let transport = |f: &TxFacts| if f.tcp() { "tcp" } else { "udp" };
+    k.str("transport", rows.iter().map(transport));
+    k.str("protocol", rows.iter().map(|f| facts.names.protocol(f)));
+    k.str("op", rows.iter().map(|f| facts.names.ops.name(f.op)));
     k.u64(
         "request_first_frame",
         rows.iter().map(|f| f.req_first_frame).collect(),

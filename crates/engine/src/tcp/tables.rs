@@ -134,8 +134,8 @@ pub(crate) fn tcp_connections(t: &TcpAnalysis, convs: &ConversationTable) -> Rec
     let mut k = Cols::default();
     let f_ms = |v: Option<i64>| v.map(|x| ms(x as f64));
     k.u32("stream", rows.iter().map(|r| r.stream).collect());
-    k.strs("capture_point", rows.iter().map(|r| r.point.name()));
-    k.strs("capture_point_reason", rows.iter().map(|r| r.why.as_str()));
+    k.str("capture_point", rows.iter().map(|r| r.point.name()));
+    k.str("capture_point_reason", rows.iter().map(|r| r.why.as_str()));
     k.f64o(
         "rtt_handshake_client_ms",
         rows.iter()
@@ -223,20 +223,18 @@ pub(crate) fn tcp_connections(t: &TcpAnalysis, convs: &ConversationTable) -> Rec
     }
     k.stro(
         "rtt_source",
-        rows.iter()
-            .map(|r| {
-                r.sum.map(|m| {
-                    let src = |d: usize| match m.dirs[d].far_rtt.as_ref().map(|x| x.source) {
-                        Some(super::rtt::Source::DataAck) => "data",
-                        Some(super::rtt::Source::Timestamps) => "timestamps",
-                        Some(super::rtt::Source::SingleAck) => "single_acks",
-                        None if m.hs_client_ns.is_some() || m.hs_server_ns.is_some() => "handshake",
-                        None => "none",
-                    };
-                    format!("client_side={},server_side={}", src(r.s), src(r.c))
-                })
+        rows.iter().map(|r| {
+            r.sum.map(|m| {
+                let src = |d: usize| match m.dirs[d].far_rtt.as_ref().map(|x| x.source) {
+                    Some(super::rtt::Source::DataAck) => "data",
+                    Some(super::rtt::Source::Timestamps) => "timestamps",
+                    Some(super::rtt::Source::SingleAck) => "single_acks",
+                    None if m.hs_client_ns.is_some() || m.hs_server_ns.is_some() => "handshake",
+                    None => "none",
+                };
+                format!("client_side={},server_side={}", src(r.s), src(r.c))
             })
-            .collect(),
+        }),
     );
     for (side, pick_client) in [("client", true), ("server", false)] {
         k.u16o(
@@ -386,7 +384,7 @@ pub(crate) fn tcp_connections(t: &TcpAnalysis, convs: &ConversationTable) -> Rec
             );
         }
     }
-    k.strs(
+    k.str(
         "cc_hint",
         rows.iter()
             .map(|r| r.sum.map_or("unknown", |m| m.dirs[r.cc_dir].cc.hint)),
@@ -397,8 +395,8 @@ pub(crate) fn tcp_connections(t: &TcpAnalysis, convs: &ConversationTable) -> Rec
             .map(|r| r.sum.map_or(0.0, |m| m.dirs[r.cc_dir].cc.confidence))
             .collect(),
     );
-    k.strs("cc_direction", rows.iter().map(|r| dir_name(r.cc_dir, r.c)));
-    k.strs(
+    k.str("cc_direction", rows.iter().map(|r| dir_name(r.cc_dir, r.c)));
+    k.str(
         "cc_reasoning",
         rows.iter()
             .map(|r| r.sum.map_or("", |m| m.dirs[r.cc_dir].cc.reasoning.as_str())),
@@ -507,22 +505,18 @@ pub(crate) fn zero_window_episodes(t: &TcpAnalysis, convs: &ConversationTable) -
     k.u32("stream", eps.iter().map(|e| e.stream).collect());
     k.str(
         "host",
-        eps.iter()
-            .map(|e| {
-                if e.host_dir as usize == client(e.stream) {
-                    "client"
-                } else {
-                    "server"
-                }
-                .to_string()
-            })
-            .collect(),
+        eps.iter().map(|e| {
+            if e.host_dir as usize == client(e.stream) {
+                "client"
+            } else {
+                "server"
+            }
+        }),
     );
     k.str(
         "stalled_direction",
         eps.iter()
-            .map(|e| dir_name(1 - e.host_dir as usize, client(e.stream)).to_string())
-            .collect(),
+            .map(|e| dir_name(1 - e.host_dir as usize, client(e.stream))),
     );
     k.u64("start_frame", eps.iter().map(|e| e.start_frame).collect());
     k.ts("start", eps.iter().map(|e| e.start_ts).collect());
@@ -571,7 +565,7 @@ pub(crate) fn tcp_series(t: &TcpAnalysis, convs: &ConversationTable) -> RecordBa
     let mut tput = Vec::with_capacity(n);
     for (s, d, name, t0, b) in series_rows(t, convs) {
         stream.push(s);
-        direction.push(name.to_string());
+        direction.push(name);
         start.push(t0);
         bytes.push(b.bytes);
         segs.push(b.segments);
@@ -739,9 +733,7 @@ pub(crate) fn tcp_seq_points(t: &TcpAnalysis, convs: &ConversationTable) -> Reco
     let mut k = point_cols(t, convs, &pts);
     k.str(
         "kind",
-        pts.iter()
-            .map(|p| if p.len > 0 { "data" } else { "ack" }.to_string())
-            .collect(),
+        pts.iter().map(|p| if p.len > 0 { "data" } else { "ack" }),
     );
     k.bool("reduced", reduced);
     k.finish("tcp_seq_points")
@@ -776,12 +768,7 @@ pub(crate) fn tcp_seq_reduction(t: &TcpAnalysis, convs: &ConversationTable) -> R
     };
     let mut k = Cols::default();
     k.u32("stream", rows.iter().map(|r| r.0).collect());
-    k.str(
-        "direction",
-        rows.iter()
-            .map(|r| dir_name(r.1, client(r.0)).to_string())
-            .collect(),
-    );
+    k.str("direction", rows.iter().map(|r| dir_name(r.1, client(r.0))));
     k.u64("points_seen", rows.iter().map(|r| r.2).collect());
     k.u64("points_kept", rows.iter().map(|r| r.3).collect());
     k.u64("flagged_kept", rows.iter().map(|r| r.4).collect());
@@ -809,8 +796,7 @@ fn point_cols(t: &TcpAnalysis, convs: &ConversationTable, pts: &[SegPoint]) -> C
     k.str(
         "direction",
         pts.iter()
-            .map(|p| dir_name(p.dir as usize, client(p.stream)).to_string())
-            .collect(),
+            .map(|p| dir_name(p.dir as usize, client(p.stream))),
     );
     k.i64("seq", pts.iter().map(|p| p.seq).collect());
     k.u32("len", pts.iter().map(|p| p.len).collect());
@@ -834,17 +820,15 @@ fn point_cols(t: &TcpAnalysis, convs: &ConversationTable, pts: &[SegPoint]) -> C
     );
     k.str(
         "sack",
-        pts.iter()
-            .map(|p| {
-                p.sack[..p.sack_len as usize]
-                    .iter()
-                    .map(|(l, r)| format!("{l}-{r}"))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            })
-            .collect(),
+        pts.iter().map(|p| {
+            p.sack[..p.sack_len as usize]
+                .iter()
+                .map(|(l, r)| format!("{l}-{r}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        }),
     );
-    k.str("flags", pts.iter().map(|p| flags_text(p.flags)).collect());
+    k.str("flags", pts.iter().map(|p| flags_text(p.flags)));
     k.u64("in_flight", pts.iter().map(|p| p.in_flight).collect());
     k.bool(
         "is_retransmission",
@@ -852,21 +836,17 @@ fn point_cols(t: &TcpAnalysis, convs: &ConversationTable, pts: &[SegPoint]) -> C
     );
     k.stro(
         "retrans_class",
-        pts.iter()
-            .map(|p| p.class.map(|c| c.name().to_string()))
-            .collect(),
+        pts.iter().map(|p| p.class.map(|c| c.name())),
     );
     k.str(
         "analysis",
-        pts.iter()
-            .map(|p| {
-                p.analysis
-                    .iter()
-                    .map(|f| f.name())
-                    .collect::<Vec<_>>()
-                    .join(",")
-            })
-            .collect(),
+        pts.iter().map(|p| {
+            p.analysis
+                .iter()
+                .map(|f| f.name())
+                .collect::<Vec<_>>()
+                .join(",")
+        }),
     );
     k
 }
