@@ -20,28 +20,13 @@ use arrow_array::types::{
 use arrow_array::{Array, RecordBatch};
 use arrow_schema::{DataType, TimeUnit};
 
+use crate::tcp::limitation::Limit;
+use crate::tcp::retrans_class::RetransClass;
 use crate::tcp::Flag;
 
 /// Wireshark's TCP analysis flags, in the engine's order (the view's
 /// `TCP_FLAGS` lists them so too).
 const FLAGS: [Flag; Flag::COUNT] = Flag::ALL;
-
-/// Retransmission classes and time-limitation buckets (`tcp_connections`'
-/// `retrans_<class>_<dir>` and `limit_<bucket>_<dir>` columns).
-const RETRANS_CLASSES: [&str; 5] = [
-    "timeout",
-    "fast",
-    "spurious",
-    "network_duplicate",
-    "reordered",
-];
-const LIMIT_BUCKETS: [&str; 5] = [
-    "zero_window",
-    "loss_recovery",
-    "receive_window",
-    "application",
-    "bandwidth",
-];
 
 /// Between two objects of a list (the view's `write_list`).
 pub const SEPARATOR: &str = ",\n    ";
@@ -122,6 +107,20 @@ impl Out {
         self.0.push('"');
         self.0.push_str(k);
         self.0.push_str("\":");
+    }
+
+    /// `"k":v,` (an integer member followed by others).
+    fn int_field(&mut self, k: &str, v: Option<i128>) {
+        self.key(k);
+        self.int(v);
+        self.raw(",");
+    }
+
+    /// `"k":v,` (a float member followed by others).
+    fn float_field(&mut self, k: &str, v: Option<f64>) {
+        self.key(k);
+        self.float(v);
+        self.raw(",");
     }
 
     fn int(&mut self, v: Option<i128>) {
@@ -311,7 +310,7 @@ impl<'a> TcpCols<'a> {
             zw_s: c("zero_window_s"),
             stalled: c("stalled_fraction"),
             retrans: ["c2s", "s2c"]
-                .map(|d| RETRANS_CLASSES.map(|k| c(&format!("retrans_{k}_{d}")))),
+                .map(|d| RetransClass::ALL.map(|k| c(&format!("retrans_{}_{d}", k.name())))),
             lost: [
                 "lost_before_capture",
                 "lost_after_capture",
@@ -321,7 +320,8 @@ impl<'a> TcpCols<'a> {
             stall_max: c("timeout_stall_max_ms"),
             capture_point: c("capture_point"),
             capture_point_reason: c("capture_point_reason"),
-            limits: ["c2s", "s2c"].map(|d| LIMIT_BUCKETS.map(|b| c(&format!("limit_{b}_{d}")))),
+            limits: ["c2s", "s2c"]
+                .map(|d| Limit::ALL.map(|b| c(&format!("limit_{}_{d}", b.name())))),
             cc_hint: c("cc_hint"),
             cc_confidence: c("cc_confidence"),
             cc_direction: c("cc_direction"),
@@ -379,16 +379,12 @@ fn tcp_object(o: &mut Out, t: &TcpCols<'_>, i: usize) {
     }
     o.raw("},");
     for (name, c) in &t.rtt {
-        o.key(name);
-        o.float(c.float(i));
-        o.raw(",");
+        o.float_field(name, c.float(i));
     }
     o.key("rtt_complete");
     flag(o, &t.complete);
     o.raw(",");
-    o.key("rtt_samples");
-    o.int(t.samples.int(i));
-    o.raw(",");
+    o.int_field("rtt_samples", t.samples.int(i));
     o.key("rtt_side_median_ms");
     named_pair(o, ["client_side", "server_side"], &t.side, i, false);
     o.raw(",");
@@ -397,48 +393,32 @@ fn tcp_object(o: &mut Out, t: &TcpCols<'_>, i: usize) {
     o.raw(",");
     o.key("window_scale");
     o.raw("{");
-    o.key("client");
-    o.int(t.scale[0].int(i));
-    o.raw(",");
-    o.key("server");
-    o.int(t.scale[1].int(i));
-    o.raw(",");
+    o.int_field("client", t.scale[0].int(i));
+    o.int_field("server", t.scale[1].int(i));
     o.key("inferred");
     flag(o, &t.scale_inferred);
     o.raw("},");
-    o.key("zero_window_episodes");
-    o.int(t.zw_episodes.int(i));
-    o.raw(",");
-    o.key("zero_window_s");
-    o.float(t.zw_s.float(i));
-    o.raw(",");
-    o.key("stalled_fraction");
-    o.float(t.stalled.float(i));
-    o.raw(",");
+    o.int_field("zero_window_episodes", t.zw_episodes.int(i));
+    o.float_field("zero_window_s", t.zw_s.float(i));
+    o.float_field("stalled_fraction", t.stalled.float(i));
     o.key("retransmissions");
     o.raw("{");
     let [c2s, s2c] = t.retrans.map(|d| d.map(|c| c.int(i)));
-    for (k, (a, b)) in RETRANS_CLASSES.iter().zip(c2s.iter().zip(&s2c)) {
-        o.key(k);
-        o.int(a.zip(*b).map(|(a, b)| a + b));
-        o.raw(",");
+    for (k, (a, b)) in RetransClass::ALL.iter().zip(c2s.iter().zip(&s2c)) {
+        o.int_field(k.name(), a.zip(*b).map(|(a, b)| a + b));
     }
     for (name, c) in &t.lost {
-        o.key(name);
-        o.int(c.int(i));
-        o.raw(",");
+        o.int_field(name, c.int(i));
     }
-    o.key("timeout_stall_max_ms");
-    o.float(t.stall_max.float(i));
-    o.raw(",");
+    o.float_field("timeout_stall_max_ms", t.stall_max.float(i));
     o.key("by_direction");
     let classes = |o: &mut Out, v: &[Option<i128>; 5]| {
         o.raw("{");
-        for (j, (k, x)) in RETRANS_CLASSES.iter().zip(v).enumerate() {
+        for (j, (k, x)) in RetransClass::ALL.iter().zip(v).enumerate() {
             if j > 0 {
                 o.raw(",");
             }
-            o.key(k);
+            o.key(k.name());
             o.int(*x);
         }
         o.raw("}");
@@ -461,11 +441,11 @@ fn tcp_object(o: &mut Out, t: &TcpCols<'_>, i: usize) {
             return;
         }
         o.raw("{");
-        for (j, (b, x)) in LIMIT_BUCKETS.iter().zip(v).enumerate() {
+        for (j, (b, x)) in Limit::ALL.iter().zip(v).enumerate() {
             if j > 0 {
                 o.raw(",");
             }
-            o.key(b);
+            o.key(b.name());
             o.float(x);
         }
         o.raw("}");
@@ -475,9 +455,7 @@ fn tcp_object(o: &mut Out, t: &TcpCols<'_>, i: usize) {
     o.key("cc_hint");
     o.opt_string(t.cc_hint.str(i));
     o.raw(",");
-    o.key("cc_confidence");
-    o.float(t.cc_confidence.float(i));
-    o.raw(",");
+    o.float_field("cc_confidence", t.cc_confidence.float(i));
     o.key("cc_direction");
     o.string(if t.cc_direction.str(i) == Some("c2s") {
         "client_to_server"
@@ -502,9 +480,7 @@ fn tcp_object(o: &mut Out, t: &TcpCols<'_>, i: usize) {
     o.raw(",");
     o.key("idle");
     o.raw("{");
-    o.key("periods");
-    o.int(t.idle_periods.int(i));
-    o.raw(",");
+    o.int_field("periods", t.idle_periods.int(i));
     o.key("seconds");
     o.float(t.idle_s.float(i));
     o.raw("}}");
@@ -553,12 +529,8 @@ pub fn conversation_objects(
         }
         let s = stream.int(i);
         o.raw("{");
-        o.key("stream");
-        o.int(s);
-        o.raw(",");
-        o.key("ip_version");
-        o.int(ip_version.int(i));
-        o.raw(",");
+        o.int_field("stream", s);
+        o.int_field("ip_version", ip_version.int(i));
         for (side, ip, port) in &ends {
             o.key(side);
             o.raw("{");
@@ -573,17 +545,13 @@ pub fn conversation_objects(
         o.opt_string(client_rule.str(i));
         o.raw(",");
         for (k, col) in &frame_range {
-            o.key(k);
-            o.int(col.int(i));
-            o.raw(",");
+            o.int_field(k, col.int(i));
         }
         o.key("start");
         let start_text = first_ts.int(i).and_then(rfc3339_ns);
         o.opt_string(start_text.as_deref());
         o.raw(",");
-        o.key("duration_s");
-        o.float(duration.float(i));
-        o.raw(",");
+        o.float_field("duration_s", duration.float(i));
         for (key, cols) in &counts {
             o.key(key);
             pair(&mut o, cols, i, true);
