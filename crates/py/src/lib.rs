@@ -309,7 +309,6 @@ fn capture_error(py: Python<'_>, e: &nastriage_engine::CaptureError) -> PyErr {
     err
 }
 
-/// Analyse captures in one streaming pass; see `_core.pyi`.
 /// The JSON view's conversation objects of `conversations` rows
 /// `start..stop`, as text (see `nastriage_engine::json_text`).
 #[pyfunction]
@@ -331,6 +330,7 @@ fn conversation_json(
         .map_err(pyo3::exceptions::PyRuntimeError::new_err)
 }
 
+/// Analyse captures in one streaming pass; see `_core.pyi`.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 #[pyo3(signature = (paths, progress=None, progress_interval_bytes=64 << 20, decode_as=Vec::new(), segments_for=Vec::new(), segment_points=4000, segment_points_total=1_000_000, keep_transactions=true))]
