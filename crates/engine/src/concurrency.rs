@@ -185,11 +185,25 @@ pub(crate) struct ProtocolScan {
 }
 
 /// What [`ProtocolScan`] found.
+#[derive(Debug, PartialEq)]
 pub(crate) struct ScanResult {
     protocol: &'static str,
     end: i64,
     saw_negotiate: bool,
     lowest: i64,
+}
+
+impl ScanResult {
+    /// What a scan finds of a protocol other than SMB2, whose requests'
+    /// ends alone matter (no credits): its requests end at `end`.
+    pub(crate) fn without_credits(protocol: &'static str, end: i64) -> Self {
+        ScanResult {
+            protocol,
+            end,
+            saw_negotiate: false,
+            lowest: 0,
+        }
+    }
 }
 
 fn charge(t: &TxFacts) -> i64 {

@@ -30,7 +30,9 @@ use crate::concurrency::{ConnConcurrency, ProtocolScan, ProtocolSweep, ScanResul
 use crate::conversations::ConversationTable;
 use crate::stream_summary::{StreamSummary, SummaryScan};
 use crate::tcp::TcpAnalysis;
-use crate::time_profile::{is_storage, outstanding_stats, ProfileSweep, TimeProfile};
+use crate::time_profile::{
+    is_storage, outstanding_stats, side_rtts, tcp_side_rtts, ProfileSweep, Rtts, TimeProfile,
+};
 use crate::tx_facts::{Facts, Names, TxFacts};
 
 /// What the digest makes of one connection.
@@ -55,17 +57,21 @@ pub(crate) struct Inputs<'a> {
 
 /// The digest of connection `key` (see [`Facts::stream_keys`]).
 pub(crate) fn digest(key: (bool, u32), inputs: &Inputs<'_>) -> StreamDigest {
-    digest_with(key, inputs, true, None)
+    digest_with(key, inputs, true, None, None, true)
 }
 
 /// [`digest`]; without `release`, every sweep keeps its points to the end
 /// and sorts them all then (tests: the reference the releases must match);
-/// `split` overrides [`SPLIT_SWEEPS`] (tests: both ways give one digest).
+/// `split` overrides [`SPLIT_SWEEPS`], `rtts` the round trips the time
+/// profile takes, and without `fuse` the first reading is always a reading
+/// of its own (tests: every way gives one digest).
 fn digest_with(
     key: (bool, u32),
     inputs: &Inputs<'_>,
     release: bool,
     split: Option<bool>,
+    rtts: Option<Rtts>,
+    fuse: bool,
 ) -> StreamDigest {
     let (udp, stream) = key;
     let facts = inputs.facts;
@@ -81,6 +87,32 @@ fn digest_with(
         back: inputs.time_back,
     });
     let split = split.unwrap_or(facts.count(key) >= SPLIT_SWEEPS);
+    let redo = || digest_with(key, inputs, false, Some(split), rtts, fuse);
+    // When what the sweeps need first was gathered during the pass, one
+    // reading of the facts serves the first reading and the sweeps.
+    if let Some(before) = gathered_before(key, inputs, rtts).filter(|_| fuse) {
+        let scan = ScanState::new(stream, &facts.names);
+        let (mut d, scan) = sweep(
+            stream,
+            before,
+            inputs,
+            || facts.iter(key),
+            order,
+            split,
+            Some(scan),
+        );
+        let Some(scan) = scan else {
+            unreachable!("the scan given to the sweep comes back");
+        };
+        let scan = scan.finish();
+        if order.is_some_and(|o| scan.back > o.back) {
+            // (Never: see below.)
+            return redo();
+        }
+        d.unanswered = scan.unanswered;
+        d.summary = Some(scan.summary);
+        return d;
+    }
     let scan_of = |facts_in_order: &mut dyn Iterator<Item = TxFacts>| {
         Scan::run(stream, facts_in_order, &facts.names, order)
     };
@@ -94,9 +126,61 @@ fn digest_with(
     if order.is_some_and(|o| scan.back > o.back) {
         // (Never, as starts are frames' times: a bug, and not a reason to
         // give wrong tables.)
-        return digest_with(key, inputs, false, Some(split));
+        return redo();
     }
-    sweep(stream, scan, inputs, || facts.iter(key), order, split)
+    let before = Before {
+        rtts: rtts
+            .unwrap_or_else(|| side_rtts(stream, scan.summary.floors, inputs.tcp, inputs.convs)),
+        protocols: scan.protocols,
+        bounds: scan.bounds,
+    };
+    let (mut d, _) = sweep(
+        stream,
+        before,
+        inputs,
+        || facts.iter(key),
+        order,
+        split,
+        None,
+    );
+    d.unanswered = scan.unanswered;
+    d.summary = Some(scan.summary);
+    d
+}
+
+/// What the sweeps must know before they start: where each protocol's
+/// requests end (and for SMB2 the credit balance), the span of the
+/// requests' times, the round trips the time profile takes.
+struct Before {
+    protocols: ByProtocol<ScanResult>,
+    bounds: (i64, i64),
+    rtts: Rtts,
+}
+
+/// [`Before`] from what the pass gathered ([`crate::tx_facts::Gathered`]), when that is all
+/// of it: no SMB2 (its credit balance before the capture takes a sweep of
+/// its own) and round trips from the TCP analysis (`rtts`, or none: then
+/// the turnaround floor, which takes a sweep too, plays no part).
+fn gathered_before(key: (bool, u32), inputs: &Inputs<'_>, rtts: Option<Rtts>) -> Option<Before> {
+    let names = &inputs.facts.names;
+    let g = inputs.facts.gathered(key)?;
+    let mut protocols = ByProtocol::default();
+    for (id, end) in g.ends() {
+        let protocol = names.protocol_named(id);
+        if protocol == "smb2" {
+            return None;
+        }
+        protocols.insert(id, protocol, ScanResult::without_credits(protocol, end));
+    }
+    let rtts = match rtts {
+        Some(r) => r,
+        None => tcp_side_rtts(key.1, g.server_floor(), inputs.tcp, inputs.convs)?,
+    };
+    Some(Before {
+        protocols,
+        bounds: g.bounds(),
+        rtts,
+    })
 }
 
 /// Facts handed from the thread that reads them to another, in blocks of
@@ -302,6 +386,14 @@ impl<T> ByProtocol<T> {
         v
     }
 
+    /// `v` for protocol number `id`, named `protocol`.
+    fn insert(&mut self, id: usize, protocol: &'static str, v: T) {
+        if id >= self.0.len() {
+            self.0.resize_with(id + 1, || None);
+        }
+        self.0[id] = Some((protocol, v));
+    }
+
     fn get_mut(&mut self, t: &TxFacts) -> Option<&mut T> {
         self.0
             .get_mut(t.protocol_id())
@@ -346,33 +438,65 @@ impl Scan {
         names: &Names,
         order: Option<Disorder>,
     ) -> Self {
-        let mut summary = SummaryScan::new(stream);
-        let mut protocols: ByProtocol<ProtocolScan> = ByProtocol::default();
-        let mut unanswered = Vec::new();
+        let mut scan = ScanState::new(stream, names);
         let mut at = Bounds::new(order);
-        let mut bounds: Option<(i64, i64)> = None;
-        let mut lag = StartLag::default();
         for t in facts {
             at.next(&t);
-            lag.add(t.req_first_ts);
-            let lo = t.earliest();
-            let hi = t.req_first_ts.max(t.req_last_ts);
-            let hi = t.reply().map_or(hi, |r| hi.max(r.first_ts).max(r.last_ts));
-            bounds = Some(bounds.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))));
-            summary.add(&t, names, at.points());
-            protocols
-                .entry(&t, names, ProtocolScan::new)
-                .add(&t, at.points());
-            if t.reply().is_none() {
-                unanswered.push(t);
-            }
+            scan.add(&t, &at);
         }
+        scan.finish()
+    }
+}
+
+/// A [`Scan`] under way, fed the facts one at a time (by itself, or beside
+/// the sweeps in one reading).
+struct ScanState<'a> {
+    names: &'a Names,
+    summary: SummaryScan,
+    protocols: ByProtocol<ProtocolScan>,
+    unanswered: Vec<TxFacts>,
+    bounds: Option<(i64, i64)>,
+    lag: StartLag,
+}
+
+impl<'a> ScanState<'a> {
+    fn new(stream: u32, names: &'a Names) -> Self {
+        ScanState {
+            names,
+            summary: SummaryScan::new(stream),
+            protocols: ByProtocol::default(),
+            unanswered: Vec::new(),
+            bounds: None,
+            lag: StartLag::default(),
+        }
+    }
+
+    /// The next request (in request order), `at` where it stands.
+    fn add(&mut self, t: &TxFacts, at: &Bounds) {
+        self.lag.add(t.req_first_ts);
+        let lo = t.earliest();
+        let hi = t.req_first_ts.max(t.req_last_ts);
+        let hi = t.reply().map_or(hi, |r| hi.max(r.first_ts).max(r.last_ts));
+        self.bounds = Some(
+            self.bounds
+                .map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))),
+        );
+        self.summary.add(t, self.names, at.points());
+        self.protocols
+            .entry(t, self.names, ProtocolScan::new)
+            .add(t, at.points());
+        if t.reply().is_none() {
+            self.unanswered.push(*t);
+        }
+    }
+
+    fn finish(self) -> Scan {
         Scan {
-            summary: summary.finish(),
-            protocols: protocols.map(ProtocolScan::finish),
-            unanswered,
-            bounds: bounds.unwrap_or((0, 0)),
-            back: lag.most,
+            summary: self.summary.finish(),
+            protocols: self.protocols.map(ProtocolScan::finish),
+            unanswered: self.unanswered,
+            bounds: self.bounds.unwrap_or((0, 0)),
+            back: self.lag.most,
         }
     }
 }
@@ -392,37 +516,45 @@ fn each_request(
 }
 
 /// The second reading: concurrency and time profile (`split`: each from a
-/// reading of its own, on two threads). `read` gives the facts in request
-/// order.
-fn sweep<I: Iterator<Item = TxFacts>>(
+/// reading of its own, on two threads), and `scan` fed the same facts (the
+/// first reading, when [`Before`] was known without it) beside the
+/// concurrency sweeps. `read` gives the facts in request order. The digest
+/// comes without its summary and unanswered requests (the scan's).
+fn sweep<'a, I: Iterator<Item = TxFacts>>(
     stream: u32,
-    scan: Scan,
-    inputs: &Inputs<'_>,
+    before: Before,
+    inputs: &Inputs<'a>,
     read: impl Fn() -> I + Sync,
     order: Option<Disorder>,
     split: bool,
-) -> StreamDigest {
+    scan: Option<ScanState<'a>>,
+) -> (StreamDigest, Option<ScanState<'a>>) {
     let names = &inputs.facts.names;
-    let mut sweeps: ByProtocol<ProtocolSweep> = scan
+    let sweeps: ByProtocol<ProtocolSweep> = before
         .protocols
         .map(|r| ProtocolSweep::new(stream, inputs.interval, r));
     let mut profile = ProfileSweep::new(
         stream,
-        scan.bounds,
-        scan.summary.floors,
+        before.bounds,
+        before.rtts,
         names,
-        inputs.tcp,
-        inputs.convs,
         order.map(|d| d.late),
     );
     let storage = |t: &TxFacts| is_storage(names.protocol(t));
     let each = |visit: &mut dyn FnMut(u64, &TxFacts, &Bounds)| each_request(read(), order, visit);
-    let add_concurrency =
-        |sweeps: &mut ByProtocol<ProtocolSweep>, i: u64, t: &TxFacts, at: &Bounds| {
-            if let Some(sw) = sweeps.get_mut(t) {
-                sw.add(i, t, at.points());
-            }
-        };
+    // The concurrency sweeps, and the scan when it comes along.
+    let mut first = (sweeps, scan);
+    let add_first = |(sweeps, scan): &mut (ByProtocol<ProtocolSweep>, Option<ScanState<'a>>),
+                     i: u64,
+                     t: &TxFacts,
+                     at: &Bounds| {
+        if let Some(scan) = scan {
+            scan.add(t, at);
+        }
+        if let Some(sw) = sweeps.get_mut(t) {
+            sw.add(i, t, at.points());
+        }
+    };
     let add_profile = |profile: &mut ProfileSweep, i: u64, t: &TxFacts, at: &Bounds| {
         if storage(t) {
             profile.add(i, t, at.starts());
@@ -430,17 +562,18 @@ fn sweep<I: Iterator<Item = TxFacts>>(
     };
     if split {
         // One reading for both: the helper reads the facts back (decoding
-        // them was a third of each sweep's time), sweeps concurrency and
-        // hands them on in blocks to this thread, which sweeps the time
-        // profile, the longer of the two. (The sweeps behind a lock only so
-        // that this thread can do both when no thread can be had.)
-        let shared = std::sync::Mutex::new(std::mem::take(&mut sweeps));
+        // them was a third of each sweep's time), sweeps concurrency (and
+        // scans) and hands them on in blocks to this thread, which sweeps
+        // the time profile, the longer of the two. (The helper's part
+        // behind a lock only so that this thread can do both when no
+        // thread can be had.)
+        let shared = std::sync::Mutex::new(first);
         let (mut to_profile, blocks) = hand_over();
-        let (shared_ref, each_ref, add_c) = (&shared, &each, &add_concurrency);
-        let concurrency = move || {
-            let mut sweeps = shared_ref.lock().unwrap_or_else(|e| e.into_inner());
+        let (shared_ref, each_ref, add_f) = (&shared, &each, &add_first);
+        let helper_part = move || {
+            let mut first = shared_ref.lock().unwrap_or_else(|e| e.into_inner());
             each_ref(&mut |i, t, at| {
-                add_c(&mut sweeps, i, t, at);
+                add_f(&mut first, i, t, at);
                 to_profile.push(*t);
             });
             to_profile.finish();
@@ -448,7 +581,7 @@ fn sweep<I: Iterator<Item = TxFacts>>(
         std::thread::scope(|scope| {
             let helper = std::thread::Builder::new()
                 .name("nastriage-digest".into())
-                .spawn_scoped(scope, concurrency);
+                .spawn_scoped(scope, helper_part);
             match helper {
                 Ok(h) => {
                     each_request(blocks, order, &mut |i, t, at| {
@@ -459,25 +592,23 @@ fn sweep<I: Iterator<Item = TxFacts>>(
                 // (No thread to be had: this one does both, from one
                 // reading.)
                 Err(_) => {
-                    let mut sweeps = shared.lock().unwrap_or_else(|e| e.into_inner());
+                    let mut first = shared.lock().unwrap_or_else(|e| e.into_inner());
                     each(&mut |i, t, at| {
-                        add_concurrency(&mut sweeps, i, t, at);
+                        add_first(&mut first, i, t, at);
                         add_profile(&mut profile, i, t, at);
                     });
                 }
             }
         });
-        sweeps = shared.into_inner().unwrap_or_else(|e| e.into_inner());
+        first = shared.into_inner().unwrap_or_else(|e| e.into_inner());
     } else {
         each(&mut |i, t, at| {
-            add_concurrency(&mut sweeps, i, t, at);
+            add_first(&mut first, i, t, at);
             add_profile(&mut profile, i, t, at);
         });
     }
-    let mut d = StreamDigest {
-        unanswered: scan.unanswered,
-        ..Default::default()
-    };
+    let (sweeps, scan) = first;
+    let mut d = StreamDigest::default();
     for (_, sw) in sweeps.into_sorted() {
         sw.finish(&mut d.concurrency, &mut d.series);
     }
@@ -490,8 +621,7 @@ fn sweep<I: Iterator<Item = TxFacts>>(
             (storage(&t) && t.reply().is_some()).then(|| (t, at.points()))
         }))
     });
-    d.summary = Some(scan.summary);
-    d
+    (d, scan)
 }
 #[cfg(test)]
 mod tests {
@@ -502,11 +632,18 @@ mod tests {
     /// unanswered, some charging and granting SMB2 credits), starting at
     /// `start(i)`, added to facts in the order their replies come.
     fn connection(n: u64, start: impl Fn(u64) -> i64) -> Facts {
+        connection_of(n, true, start)
+    }
+
+    /// [`connection`]; without `smb`, of NFS requests and some of another
+    /// RPC program (MOUNT: not storage) instead of SMB2 ones.
+    fn connection_of(n: u64, with_smb: bool, start: impl Fn(u64) -> i64) -> Facts {
         let mut rand = crate::test_rng::xorshift_below(0x9e37_79b9_7f4a_7c15);
         let mut txs: Vec<(i64, Transaction)> = Vec::new();
         for i in 0..n {
             let first_ts = start(i);
-            let smb = rand(3) == 0;
+            let other = rand(3) == 0;
+            let smb = with_smb && other;
             // Some requests' first segment was retransmitted: their last
             // byte was seen before their first.
             let last_ts = if rand(30) == 0 {
@@ -525,7 +662,11 @@ mod tests {
             });
             let op = ["READ", "WRITE", "GETATTR", "LOOKUP"][rand(4) as usize];
             let t = Transaction {
-                protocol: if smb { "smb2" } else { "nfs" },
+                protocol: match (smb, other) {
+                    (true, _) => "smb2",
+                    (false, true) => "mount",
+                    (false, false) => "nfs",
+                },
                 transport: "tcp",
                 stream: 5,
                 op: op.into(),
@@ -560,8 +701,15 @@ mod tests {
     /// The digest of connection 5, swept as it comes (told that frame
     /// times fall back by `time_back`, or by as much as its starts do) and
     /// sorted at the end, each the same with its sweeps on one thread or
-    /// two; and how far its times stray.
-    fn both_ways(f: &Facts, time_back: Option<i64>) -> (String, String, Disorder) {
+    /// two, and with its first reading apart or beside the sweeps
+    /// (`rtts`: the time profile's round trips; without them the TCP
+    /// analysis has none, and the first reading is always apart); and how
+    /// far its times stray.
+    fn both_ways(
+        f: &Facts,
+        time_back: Option<i64>,
+        rtts: Option<Rtts>,
+    ) -> (String, String, Disorder) {
         let key = (false, 5);
         let mut lag = StartLag::default();
         f.iter(key).for_each(|t| lag.add(t.req_first_ts));
@@ -584,12 +732,27 @@ mod tests {
             late: f.lateness(key),
             back: lag.most,
         };
-        // One reading for both sweeps, or one each on two threads: one
-        // digest.
-        let streamed = show(digest_with(key, &inputs, true, Some(false)));
-        assert_eq!(show(digest_with(key, &inputs, true, Some(true))), streamed);
-        let sorted = show(digest_with(key, &inputs, false, Some(true)));
-        assert_eq!(show(digest_with(key, &inputs, false, Some(false))), sorted);
+        let way = |release, split, fuse| {
+            show(digest_with(key, &inputs, release, Some(split), rtts, fuse))
+        };
+        // One reading for both sweeps, or one each on two threads; the
+        // first reading apart or beside them: one digest.
+        let streamed = way(true, false, false);
+        let sorted = way(false, true, false);
+        for (split, fuse) in [(true, false), (false, true), (true, true)] {
+            assert_eq!(
+                way(true, split, fuse),
+                streamed,
+                "split {split}, fuse {fuse}"
+            );
+        }
+        for (split, fuse) in [(false, false), (false, true), (true, true)] {
+            assert_eq!(
+                way(false, split, fuse),
+                sorted,
+                "split {split}, fuse {fuse}"
+            );
+        }
         (streamed, sorted, order)
     }
 
@@ -600,7 +763,7 @@ mod tests {
     fn streamed_digest_equals_the_sorted_one() {
         // Up to 8 requests at a time, starts often equal.
         let f = connection(20_000, |i| (i / 3) as i64 * 150_000);
-        let (streamed, sorted, order) = both_ways(&f, None);
+        let (streamed, sorted, order) = both_ways(&f, None, None);
         assert!(order.late > 0 && order.back == 0, "{order:?}");
         assert!(streamed.contains("smb2") && streamed.contains("nfs"));
         assert_eq!(streamed, sorted);
@@ -617,12 +780,98 @@ mod tests {
                 t
             }
         });
-        let (streamed, sorted, order) = both_ways(&f, None);
+        let (streamed, sorted, order) = both_ways(&f, None, None);
         assert!(order.back > 0, "{order:?}");
         assert_eq!(streamed, sorted);
         // Told less than the starts show (never from a capture): the first
         // reading notices, and nothing is released early.
-        let (streamed, sorted, _) = both_ways(&f, Some(0));
+        let (streamed, sorted, _) = both_ways(&f, Some(0), None);
+        assert_eq!(streamed, sorted);
+    }
+
+    /// Round trips as the TCP analysis would give them (ms).
+    const RTTS: Rtts = (1.5, 0.2, "tcp_connections");
+
+    /// What the pass gathers of a connection's facts is what its first
+    /// reading finds: the span of its times, the fastest server response,
+    /// where each protocol's requests end.
+    #[test]
+    fn gathered_facts_are_what_the_first_reading_finds() {
+        for with_smb in [false, true] {
+            let f = connection_of(5_000, with_smb, |i| (i / 3) as i64 * 150_000);
+            let key = (false, 5);
+            let scan = Scan::run(5, f.iter(key), &f.names, None);
+            let Some(g) = f.gathered(key) else {
+                panic!("connection 5 has facts");
+            };
+            assert_eq!(g.bounds(), scan.bounds);
+            assert_eq!(g.server_floor(), scan.summary.floors.server_ms);
+            assert!(g.server_floor().is_some());
+            let ends: Vec<(&str, i64)> = g
+                .ends()
+                .map(|(id, end)| (f.names.protocol_named(id), end))
+                .collect();
+            assert_eq!(ends.len(), 2, "{ends:?}");
+            for (p, result) in scan.protocols.into_sorted() {
+                let Some(&(_, end)) = ends.iter().find(|(q, _)| *q == p) else {
+                    panic!("{p} gathered");
+                };
+                if p != "smb2" {
+                    assert_eq!(result, ScanResult::without_credits(p, end));
+                }
+            }
+        }
+        // A connection without facts gathers nothing.
+        assert!(Facts::default().gathered((false, 5)).is_none());
+    }
+
+    /// One reading for the first reading and the sweeps only when what
+    /// the sweeps need first was gathered: not with SMB2 (its credit
+    /// balance), not without round trips from TCP (the turnaround floor).
+    #[test]
+    fn the_first_reading_joins_the_sweeps_only_when_it_can() {
+        let tcp = TcpAnalysis::default();
+        let convs = ConversationTable::default();
+        for (with_smb, rtts, joins) in [
+            (false, Some(RTTS), true),
+            (false, None, false),
+            (true, Some(RTTS), false),
+        ] {
+            let f = connection_of(500, with_smb, |i| i as i64 * 150_000);
+            let inputs = Inputs {
+                facts: &f,
+                interval: crate::concurrency::interval_for(&f),
+                tcp: &tcp,
+                convs: &convs,
+                time_back: 0,
+            };
+            let before = gathered_before((false, 5), &inputs, rtts);
+            assert_eq!(before.is_some(), joins, "smb {with_smb}, rtts {rtts:?}");
+        }
+    }
+
+    /// NFS and another RPC program, with round trips from TCP: the first
+    /// reading beside the sweeps gives the digest of reading apart, and of
+    /// sorting everything at the end; in order or after a clock step.
+    #[test]
+    fn one_reading_for_all_gives_the_same_digest() {
+        let f = connection_of(20_000, false, |i| (i / 3) as i64 * 150_000);
+        let (streamed, sorted, _) = both_ways(&f, None, Some(RTTS));
+        assert!(streamed.contains("mount") && streamed.contains("nfs"));
+        assert!(!streamed.contains("smb2"));
+        assert_eq!(streamed, sorted);
+        let f = connection_of(9_000, false, |i| {
+            let t = i as i64 * 100_000;
+            if i % 3_000 >= 2_000 {
+                t - 150_000_000
+            } else {
+                t
+            }
+        });
+        let (streamed, sorted, order) = both_ways(&f, None, Some(RTTS));
+        assert!(order.back > 0, "{order:?}");
+        assert_eq!(streamed, sorted);
+        let (streamed, sorted, _) = both_ways(&f, Some(0), Some(RTTS));
         assert_eq!(streamed, sorted);
     }
 }

@@ -301,7 +301,7 @@ impl Union {
     }
 }
 
-fn ms(ns: i64) -> f64 {
+pub(crate) fn ms(ns: i64) -> f64 {
     ns as f64 / 1e6
 }
 
@@ -416,37 +416,43 @@ impl FloorsScan {
 
 /// Round trips from the capture point to the client and to the server (ms)
 /// and their source, as `Context.side_rtts_ms`.
-fn side_rtts(
+pub(crate) fn side_rtts(
     stream: u32,
     floors: RttFloors,
     tcp: &TcpAnalysis,
     convs: &ConversationTable,
-) -> (f64, f64, &'static str) {
-    let floor = floors.server_ms;
-    let sum = tcp.summary(stream);
-    let (cli, srv) = match (convs.get(stream), sum) {
-        (Some(conv), Some(m)) => {
-            let c = conv.client_direction().0 as usize;
-            let s = 1 - c;
-            let cli = smallest(&[m.hs_client_ns.map(ms), m.dirs[s].far_min_ns.map(ms)]);
-            let srv = smallest(&[m.hs_server_ns.map(ms), m.dirs[c].far_min_ns.map(ms)]);
-            (cli, srv)
-        }
-        _ => (None, None),
-    };
-    match (cli, srv) {
-        (Some(c), Some(s)) => (
-            c,
-            smallest(&[Some(s), floor]).unwrap_or(0.0),
-            "tcp_connections",
-        ),
-        _ => (
-            floors.turnaround_ms.unwrap_or(0.0),
-            floor.unwrap_or(0.0),
-            "fastest response and turnaround",
-        ),
-    }
+) -> Rtts {
+    tcp_side_rtts(stream, floors.server_ms, tcp, convs).unwrap_or((
+        floors.turnaround_ms.unwrap_or(0.0),
+        floors.server_ms.unwrap_or(0.0),
+        "fastest response and turnaround",
+    ))
 }
+
+/// [`side_rtts`] when the TCP analysis gives both sides (`server_floor`:
+/// the fastest server response, [`RttFloors::server_ms`]): then the
+/// turnaround floor plays no part. None when it does not.
+pub(crate) fn tcp_side_rtts(
+    stream: u32,
+    server_floor: Option<f64>,
+    tcp: &TcpAnalysis,
+    convs: &ConversationTable,
+) -> Option<Rtts> {
+    let (conv, m) = (convs.get(stream)?, tcp.summary(stream)?);
+    let c = conv.client_direction().0 as usize;
+    let s = 1 - c;
+    let cli = smallest(&[m.hs_client_ns.map(ms), m.dirs[s].far_min_ns.map(ms)])?;
+    let srv = smallest(&[m.hs_server_ns.map(ms), m.dirs[c].far_min_ns.map(ms)])?;
+    Some((
+        cli,
+        smallest(&[Some(srv), server_floor]).unwrap_or(0.0),
+        "tcp_connections",
+    ))
+}
+
+/// Round trips behind the capture point, client side and server side (ms),
+/// and where they come from.
+pub(crate) type Rtts = (f64, f64, &'static str);
 
 /// (max outstanding, share of busy time at it, mean outstanding while busy)
 /// from the requests themselves (when the concurrency analysis has no row):
@@ -592,18 +598,14 @@ pub(crate) struct ProfileSweep<'a> {
 impl<'a> ProfileSweep<'a> {
     /// For a connection whose requests' times lie within [`lo`, `hi`], and
     /// lie at most `lateness` before their own starts (None: release
-    /// nothing before the end).
-    #[allow(clippy::too_many_arguments)]
+    /// nothing before the end), with round trips `rtts` ([`side_rtts`]).
     pub(crate) fn new(
         stream: u32,
         (lo, hi): (i64, i64),
-        floors: RttFloors,
+        (cli_rtt, srv_rtt, source): Rtts,
         names: &'a Names,
-        tcp: &TcpAnalysis,
-        convs: &ConversationTable,
         lateness: Option<i64>,
     ) -> Self {
-        let (cli_rtt, srv_rtt, source) = side_rtts(stream, floors, tcp, convs);
         // Half round trips, truncated as the Python reference does.
         let a = (cli_rtt * 1e6 / 2.0) as i64;
         let b = (srv_rtt * 1e6 / 2.0) as i64;

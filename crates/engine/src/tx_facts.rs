@@ -99,10 +99,12 @@ impl Names {
     }
 
     pub fn protocol(&self, f: &TxFacts) -> &'static str {
-        self.protocols
-            .get(usize::from(f.protocol))
-            .copied()
-            .unwrap_or("")
+        self.protocol_named(usize::from(f.protocol))
+    }
+
+    /// The name of protocol number `id` ("" for an unknown one).
+    pub fn protocol_named(&self, id: usize) -> &'static str {
+        self.protocols.get(id).copied().unwrap_or("")
     }
 
     pub fn is_data_op(&self, f: &TxFacts) -> bool {
@@ -130,6 +132,72 @@ struct StreamFacts {
     spilled: usize,
     /// Most any fact's times lie before its own start ([`TxFacts::earliest`]).
     late: i64,
+    gathered: Gathered,
+}
+
+/// What a connection's digest must know before its sweeps start, gathered
+/// as its facts come (none of it depends on their order), so that one
+/// reading of the facts can serve both the first reading and the sweeps
+/// (`connection_digest`): the same figures the first reading finds.
+#[derive(Debug)]
+pub(crate) struct Gathered {
+    /// Earliest and latest time of any of the requests.
+    bounds: Option<(i64, i64)>,
+    /// Requests with a server time (ms, not negative), and the smallest.
+    server: (usize, f64),
+    /// Per protocol (its number), where its requests end: the latest reply,
+    /// or request when unanswered.
+    ends: smallvec::SmallVec<[(u8, i64); 2]>,
+}
+
+impl Default for Gathered {
+    fn default() -> Self {
+        Gathered {
+            bounds: None,
+            server: (0, f64::INFINITY),
+            ends: smallvec::SmallVec::new(),
+        }
+    }
+}
+
+impl Gathered {
+    fn add(&mut self, t: &TxFacts) {
+        let lo = t.earliest();
+        let hi = t.req_first_ts.max(t.req_last_ts);
+        let hi = t.reply().map_or(hi, |r| hi.max(r.first_ts).max(r.last_ts));
+        self.bounds = Some(
+            self.bounds
+                .map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))),
+        );
+        if let Some(v) = t
+            .server_time_ns()
+            .map(crate::time_profile::ms)
+            .filter(|v| *v >= 0.0)
+        {
+            self.server = (self.server.0 + 1, self.server.1.min(v));
+        }
+        let done = t.reply().map_or(t.req_last_ts, |r| r.last_ts);
+        match self.ends.iter_mut().find(|(p, _)| *p == t.protocol) {
+            Some((_, end)) => *end = (*end).max(done),
+            None => self.ends.push((t.protocol, done)),
+        }
+    }
+
+    /// Earliest and latest time of any of the requests ((0, 0) for none).
+    pub fn bounds(&self) -> (i64, i64) {
+        self.bounds.unwrap_or((0, 0))
+    }
+
+    /// The fastest server response (ms), as `RttFloors::server_ms` (none
+    /// under 3 samples).
+    pub fn server_floor(&self) -> Option<f64> {
+        (self.server.0 >= 3).then_some(self.server.1)
+    }
+
+    /// Each protocol (its number) and where its requests end.
+    pub fn ends(&self) -> impl Iterator<Item = (usize, i64)> + '_ {
+        self.ends.iter().map(|&(p, end)| (usize::from(p), end))
+    }
 }
 
 impl StreamFacts {
@@ -193,6 +261,7 @@ impl Facts {
         s.late = s
             .late
             .max(fact.req_first_ts.saturating_sub(fact.earliest()));
+        s.gathered.add(&fact);
         s.tail.push(fact);
         self.held.add();
         if s.tail.len() >= BLOCK {
@@ -284,6 +353,12 @@ impl Facts {
     /// first): 0 for an unknown key.
     pub fn lateness(&self, key: (bool, u32)) -> i64 {
         self.streams.get(&key).map_or(0, |s| s.late)
+    }
+
+    /// What was gathered of a connection's facts as they came (see
+    /// [`Gathered`]); None for an unknown key.
+    pub fn gathered(&self, key: (bool, u32)) -> Option<&Gathered> {
+        self.streams.get(&key).map(|s| &s.gathered)
     }
 
     /// One connection's facts in request order (empty for an unknown key).
