@@ -360,3 +360,65 @@ def test_the_engines_reading_refuses_bad_columns() -> None:
     assert found["reordered_segments"] == 1 and found["needless_retransmissions"] == 1
     with pytest.raises(RuntimeError, match="finished"):
         r.finish()
+
+
+class _Counting:
+    """A capture whose engine regroupings of ``tcp_events`` (each range of rows) are
+    counted."""
+
+    def __init__(self, capture: Any) -> None:
+        self._capture = capture
+        self.ranges = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._capture, name)
+
+    def tcp_events_by_stream(self, **kw: Any) -> Any:
+        found = self._capture.tcp_events_by_stream(**kw)
+        if found is None:
+            return None
+
+        def counted() -> Any:
+            for chunk in found:
+                self.ranges += 1
+                yield chunk
+
+        return counted()
+
+
+@pytest.mark.usefixtures("engine")
+def test_a_reading_of_the_events_is_kept_for_the_next_within_a_bound(tmp_path: Path) -> None:
+    """The loss analysis reads the events twice: within the bound the engine regroups
+    each range once and the second reading takes the kept ranges; past it (here 0 bytes,
+    or a bound the first ranges fit and the rest do not) every reading asks the engine
+    again. The analysis is the same every way."""
+    from nastriage.capture import Capture
+    from nastriage.diagnosis.context import Context
+    from nastriage.diagnosis.retrans import analyse
+
+    capture = Capture.analyze(str(bench_capture(tmp_path, size="8M", seed=3)))
+    results = []
+    ranges = []
+    for kept in (None, 0, 400):
+        counting = _Counting(capture)
+        ctx = Context(counting)
+        ctx.event_rows = 8
+        if kept is not None:
+            ctx.event_bytes_kept = kept
+        results.append({k: _plain(v) for k, v in analyse(ctx).items()})
+        ranges.append(counting.ranges)
+    assert len(results[0]) > 2
+    assert results[1] == results[0] and results[2] == results[0]
+    one_reading = ranges[0]
+    assert one_reading > 10
+    # Not kept: read twice (the connections decided on re-read every range).
+    assert ranges[1] == 2 * one_reading
+    assert ranges[2] == 2 * one_reading
+    # A second context reads through the engine again: the kept ranges are its own.
+    counting = _Counting(capture)
+    ctx = Context(counting)
+    ctx.event_rows = 8
+    analyse(ctx)
+    assert counting.ranges == one_reading
+    assert list(ctx.event_chunks("rows+runs")) == list(ctx.event_chunks("rows+runs"))
+    assert counting.ranges == one_reading

@@ -291,6 +291,26 @@ def _bins_of(group: list[Any]) -> SeriesBins:
     return bins
 
 
+#: Bytes of regrouped ``tcp_events`` ranges a context keeps from one reading for the
+#: next (:meth:`Context.event_chunks`): a lossy copy of a GiB has about 2 MB of them.
+EVENT_BYTES_KEPT = 4 << 20
+
+
+def _chunk_bytes(chunk: Chunk) -> int:
+    """About how many bytes a regrouped range holds: its columns' bytes, and a word per
+    detail (the texts are mostly shared)."""
+    n = 0
+    for item in chunk[1].values():
+        for x in item:
+            if isinstance(x, (bytes, bytearray)):
+                n += len(x)
+            elif isinstance(x, list):
+                n += 8 * len(x)
+            elif isinstance(x, tuple):
+                n += sum(len(y) for y in x if isinstance(y, (bytes, bytearray)))
+    return n
+
+
 class Context:
     """The tables of one capture, for the rules. Cheap to create; loads lazily."""
 
@@ -302,6 +322,9 @@ class Context:
         #: Rows of ``tcp_events`` per range in :meth:`event_chunks` (tests make it small
         #: so that runs go on from one range to the next).
         self.event_rows = 16384
+        #: Bytes of ranges kept from a reading of :meth:`event_chunks` for the next.
+        self.event_bytes_kept = EVENT_BYTES_KEPT
+        self._kept_chunks: dict[str, list[Chunk]] = {}
 
     # -- raw tables ------------------------------------------------------------------------
 
@@ -412,7 +435,29 @@ class Context:
         """The ``tcp_events`` table regrouped by connection a range of rows at a time
         (see :data:`~nastriage.diagnosis.events.Chunk`; ``part`` as in
         :data:`~nastriage.diagnosis.events.PARTS`): by the engine for a live analysis,
-        else from the table."""
+        else from the table. The loss analysis reads them twice: a reading that comes to
+        its end within :attr:`event_bytes_kept` is kept for the next ones (not made
+        again), a longer one is not (what is kept stays bounded)."""
+        kept = self._kept_chunks.get(part)
+        if kept is not None:
+            return iter(kept)
+        return self._keeping(part, self._event_chunks(part))
+
+    def _keeping(self, part: str, chunks: Iterator[Chunk]) -> Iterator[Chunk]:
+        kept: list[Chunk] | None = []
+        size = 0
+        for chunk in chunks:
+            if kept is not None:
+                size += _chunk_bytes(chunk)
+                if size > self.event_bytes_kept:
+                    kept = None
+                else:
+                    kept.append(chunk)
+            yield chunk
+        if kept is not None:
+            self._kept_chunks[part] = kept
+
+    def _event_chunks(self, part: str) -> Iterator[Chunk]:
         # A live analysis regroups the events itself (see Capture.tcp_events_by_stream).
         grouped = getattr(self.capture, "tcp_events_by_stream", None)
         rows = self.event_rows
