@@ -195,3 +195,23 @@ def test_profile_lists_of_many_connections_at_once() -> None:
     assert _float_array([1, 2.5]) == array("d", [1.0, 2.5])
     with pytest.raises(TypeError):
         _int_array([None])
+
+
+def test_the_median_is_the_statistics_modules() -> None:
+    """``context.median`` (the rules' own, so that they need not import
+    :mod:`statistics`) gives what :func:`statistics.median` gives: the middle value or
+    the mean of the middle two, of the same type."""
+    import random
+    import statistics
+
+    from nastriage.diagnosis.context import median
+
+    rand = random.Random(7)
+    for n in range(1, 40):
+        for values in (
+            [rand.uniform(-1e9, 1e9) for _ in range(n)],
+            [rand.randint(-5, 5) for _ in range(n)],
+            [float(rand.randint(0, 3)) for _ in range(n)],
+        ):
+            got, want = median(values), statistics.median(values)
+            assert got == want and type(got) is type(want), (values, got, want)

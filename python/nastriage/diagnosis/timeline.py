@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import bisect
 import itertools
-import statistics
 import sys
 from array import array
 from collections import defaultdict
@@ -33,7 +32,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Generic, TypeVar, overload
 
 from nastriage.capture import read_columns
-from nastriage.diagnosis.context import Context, Tx
+from nastriage.diagnosis.context import Context, Tx, median
 
 _T = TypeVar("_T")
 
@@ -626,7 +625,7 @@ def _profile(ctx: Context, stream: int) -> dict[str, Any] | None:
         client_rtt_ms=cli_rtt,
         server_rtt_ms=srv_rtt,
         rtt_source=source,
-        processing_median_ms=statistics.median(processing) if processing else 0.0,
+        processing_median_ms=median(processing) if processing else 0.0,
         processing_p90_ms=p90,
         processing_by_op=dict(by_op),
         processing_by_file=dict(top_files),
