@@ -364,7 +364,14 @@ impl Framer {
                         self.acc.begin(frame, ts);
                     }
                     let take = (4 - n as usize).min(bytes.len() - i);
-                    buf[n as usize..n as usize + take].copy_from_slice(&bytes[i..i + take]);
+                    match bytes[i..i + take].try_into() {
+                        // The whole mark at once (nearly always): a copy of
+                        // a length not known here called memcpy every record.
+                        Ok(whole) if n == 0 => buf = whole,
+                        _ => {
+                            buf[n as usize..n as usize + take].copy_from_slice(&bytes[i..i + take])
+                        }
+                    }
                     n += take as u8;
                     i += take;
                     self.acc.touch(take as u64, frame, ts);
