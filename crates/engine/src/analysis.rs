@@ -93,7 +93,7 @@ impl Digest {
         let facts = &d.facts;
         let interval = crate::concurrency::interval_for(facts);
         // One connection at a time (`connection_digest`: its facts read back
-        // twice, in request order, never all at once). Connections are
+        // once or twice, in request order, never all at once). Connections are
         // independent, so two threads share them: a helper from the smallest
         // up, this one (after the srt groups) from the largest down, until
         // they meet, so the largest ones are never left for last. The results

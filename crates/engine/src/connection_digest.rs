@@ -3,7 +3,7 @@
 //! and its unanswered requests, from its request facts read back from the
 //! spill in request order.
 //!
-//! The facts are never held all at once; they are read twice. Each sweep
+//! The facts are never held all at once; they are read once or twice. Each sweep
 //! turns requests into time points that it must visit in time order, and
 //! knows, at each request, a time no later point can come before, from two
 //! distances measured while the capture was read: how far a request's times
@@ -15,7 +15,10 @@
 //! first reading gathers what the sweeps must know before they start (the
 //! round-trip floors the time profile's half round trips come from, where
 //! unanswered requests end, the SMB2 credit balance before the capture) and
-//! the summary row; the second sweeps concurrency and time profile. Memory
+//! the summary row; the second sweeps concurrency and time profile. When
+//! the pass gathered what the sweeps need ([`Before`]: no SMB2, round trips
+//! from TCP), the first reading's row is made beside the sweeps, in one
+//! reading. Memory
 //! is then what is outstanding (and the processing and response times kept
 //! for exact medians, in the spill past 65,536, see `order_stats`) instead
 //! of every fact of the connection: a capture of one long copy is one
