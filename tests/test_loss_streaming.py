@@ -387,33 +387,41 @@ class _Counting:
 
 
 @pytest.mark.usefixtures("engine")
-def test_a_reading_of_the_events_is_kept_for_the_next_within_a_bound(tmp_path: Path) -> None:
+def test_a_reading_of_the_events_is_kept_for_the_next_within_a_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The loss analysis reads the events twice: within the bound the engine regroups
-    each range once and the second reading takes the kept ranges; past it (here 0 bytes,
-    or a bound the first ranges fit and the rest do not) every reading asks the engine
-    again. The analysis is the same every way."""
+    each range once and the second reading takes the kept ranges; past it (judged from
+    the table's length: here a bound of 0 bytes, or of fewer than the rows could take),
+    or found past it on the way (the first ranges fit and the rest do not), every
+    reading asks the engine again. The analysis is the same every way."""
     from nastriage.capture import Capture
+    from nastriage.diagnosis import context
     from nastriage.diagnosis.context import Context
     from nastriage.diagnosis.retrans import analyse
 
     capture = Capture.analyze(str(bench_capture(tmp_path, size="8M", seed=3)))
-    results = []
-    ranges = []
-    for kept in (None, 0, 400):
+    events = Context(capture).table("tcp_events")
+    assert events is not None
+    rows = events.num_rows
+
+    def run(kept: int | None) -> tuple[dict[Any, Any], int]:
         counting = _Counting(capture)
         ctx = Context(counting)
         ctx.event_rows = 8
         if kept is not None:
             ctx.event_bytes_kept = kept
-        results.append({k: _plain(v) for k, v in analyse(ctx).items()})
-        ranges.append(counting.ranges)
-    assert len(results[0]) > 2
-    assert results[1] == results[0] and results[2] == results[0]
-    one_reading = ranges[0]
-    assert one_reading > 10
-    # Not kept: read twice (the connections decided on re-read every range).
-    assert ranges[1] == 2 * one_reading
-    assert ranges[2] == 2 * one_reading
+        return {k: _plain(v) for k, v in analyse(ctx).items()}, counting.ranges
+
+    want, one_reading = run(None)
+    assert len(want) > 2
+    assert one_reading == -(-rows // 8) > 10
+    for kept in (0, rows * context.EVENT_BYTES_MOST - 1):
+        assert run(kept) == (want, 2 * one_reading), kept
+    # Judged to fit, found not to on the way: dropped, and read again.
+    monkeypatch.setattr(context, "EVENT_BYTES_MOST", 0)
+    assert run(400) == (want, 2 * one_reading)
+    monkeypatch.undo()
     # A second context reads through the engine again: the kept ranges are its own.
     counting = _Counting(capture)
     ctx = Context(counting)

@@ -303,7 +303,14 @@ def median(values: Sequence[float]) -> float:
 
 #: Bytes of regrouped ``tcp_events`` ranges a context keeps from one reading for the
 #: next (:meth:`Context.event_chunks`): a lossy copy of a GiB has about 2 MB of them.
-EVENT_BYTES_KEPT = 4 << 20
+EVENT_BYTES_KEPT = 8 << 20
+
+#: The most bytes one event takes in a regrouped range: a row's columns (frame, time,
+#: code, seconds, detail, and for a full list a duplicate ACK's two numbers), or a
+#: duplicate ACK's run of its own (six numbers). Whether a reading is kept is decided
+#: from it and the table's length before it starts, so that a reading that will not fit
+#: does not hold memory on the way.
+EVENT_BYTES_MOST = 50
 
 
 def _chunk_bytes(chunk: Chunk) -> int:
@@ -445,13 +452,24 @@ class Context:
         """The ``tcp_events`` table regrouped by connection a range of rows at a time
         (see :data:`~nastriage.diagnosis.events.Chunk`; ``part`` as in
         :data:`~nastriage.diagnosis.events.PARTS`): by the engine for a live analysis,
-        else from the table. The loss analysis reads them twice: a reading that comes to
-        its end within :attr:`event_bytes_kept` is kept for the next ones (not made
-        again), a longer one is not (what is kept stays bounded)."""
+        else from the table. The loss analysis reads them twice: a reading that fits
+        :attr:`event_bytes_kept` (judged from the table's length, and checked as it
+        goes) is kept for the next ones (not made again), a longer one is not (what is
+        kept stays bounded)."""
         kept = self._kept_chunks.get(part)
         if kept is not None:
             return iter(kept)
-        return self._keeping(part, self._event_chunks(part))
+        found = self._event_chunks(part)
+        if self._event_count() * EVENT_BYTES_MOST > self.event_bytes_kept:
+            return found
+        return self._keeping(part, found)
+
+    def _event_count(self) -> int:
+        def count() -> int:
+            table = self.table("tcp_events")
+            return 0 if table is None else int(table.num_rows)
+
+        return self._cached("event_count", count)  # type: ignore[no-any-return]
 
     def _keeping(self, part: str, chunks: Iterator[Chunk]) -> Iterator[Chunk]:
         kept: list[Chunk] | None = []
