@@ -232,7 +232,7 @@ impl ProtocolScan {
     /// request or a later one lies before it (see `in_order`), so points
     /// before it are swept now (None: everything waits for the end).
     pub(crate) fn add(&mut self, t: &TxFacts, bound: Option<i64>) {
-        let done = t.reply().map_or(t.req_last_ts, |r| r.last_ts);
+        let done = t.done();
         self.end = Some(self.end.map_or(done, |e| e.max(done)));
         if !self.smb {
             return;

@@ -94,22 +94,19 @@ fn digest_with(
     // When what the sweeps need first was gathered during the pass, one
     // reading of the facts serves the first reading and the sweeps.
     if let Some(before) = gathered_before(key, inputs, rtts).filter(|_| fuse) {
-        let scan = ScanState::new(stream, &facts.names);
-        let (mut d, scan) = sweep(
+        let mut scan = ScanState::new(stream, &facts.names);
+        let mut d = sweep(
             stream,
             before,
             inputs,
             || facts.iter(key),
             order,
             split,
-            Some(scan),
+            Some(&mut scan),
         );
-        let Some(scan) = scan else {
-            unreachable!("the scan given to the sweep comes back");
-        };
         let scan = scan.finish();
         if order.is_some_and(|o| scan.back > o.back) {
-            // (Never: see below.)
+            // (Never, as starts are frames' times.)
             return redo();
         }
         d.unanswered = scan.unanswered;
@@ -137,7 +134,7 @@ fn digest_with(
         protocols: scan.protocols,
         bounds: scan.bounds,
     };
-    let (mut d, _) = sweep(
+    let mut d = sweep(
         stream,
         before,
         inputs,
@@ -477,9 +474,7 @@ impl<'a> ScanState<'a> {
     /// The next request (in request order), `at` where it stands.
     fn add(&mut self, t: &TxFacts, at: &Bounds) {
         self.lag.add(t.req_first_ts);
-        let lo = t.earliest();
-        let hi = t.req_first_ts.max(t.req_last_ts);
-        let hi = t.reply().map_or(hi, |r| hi.max(r.first_ts).max(r.last_ts));
+        let (lo, hi) = t.span();
         self.bounds = Some(
             self.bounds
                 .map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))),
@@ -530,8 +525,8 @@ fn sweep<'a, I: Iterator<Item = TxFacts>>(
     read: impl Fn() -> I + Sync,
     order: Option<Disorder>,
     split: bool,
-    scan: Option<ScanState<'a>>,
-) -> (StreamDigest, Option<ScanState<'a>>) {
+    scan: Option<&mut ScanState<'a>>,
+) -> StreamDigest {
     let names = &inputs.facts.names;
     let sweeps: ByProtocol<ProtocolSweep> = before
         .protocols
@@ -547,17 +542,18 @@ fn sweep<'a, I: Iterator<Item = TxFacts>>(
     let each = |visit: &mut dyn FnMut(u64, &TxFacts, &Bounds)| each_request(read(), order, visit);
     // The concurrency sweeps, and the scan when it comes along.
     let mut first = (sweeps, scan);
-    let add_first = |(sweeps, scan): &mut (ByProtocol<ProtocolSweep>, Option<ScanState<'a>>),
-                     i: u64,
-                     t: &TxFacts,
-                     at: &Bounds| {
-        if let Some(scan) = scan {
-            scan.add(t, at);
-        }
-        if let Some(sw) = sweeps.get_mut(t) {
-            sw.add(i, t, at.points());
-        }
-    };
+    let add_first =
+        |(sweeps, scan): &mut (ByProtocol<ProtocolSweep>, Option<&mut ScanState<'a>>),
+         i: u64,
+         t: &TxFacts,
+         at: &Bounds| {
+            if let Some(scan) = scan {
+                scan.add(t, at);
+            }
+            if let Some(sw) = sweeps.get_mut(t) {
+                sw.add(i, t, at.points());
+            }
+        };
     let add_profile = |profile: &mut ProfileSweep, i: u64, t: &TxFacts, at: &Bounds| {
         if storage(t) {
             profile.add(i, t, at.starts());
@@ -610,7 +606,7 @@ fn sweep<'a, I: Iterator<Item = TxFacts>>(
             add_profile(&mut profile, i, t, at);
         });
     }
-    let (sweeps, scan) = first;
+    let (sweeps, _) = first;
     let mut d = StreamDigest::default();
     for (_, sw) in sweeps.into_sorted() {
         sw.finish(&mut d.concurrency, &mut d.series);
@@ -624,7 +620,7 @@ fn sweep<'a, I: Iterator<Item = TxFacts>>(
             (storage(&t) && t.reply().is_some()).then(|| (t, at.points()))
         }))
     });
-    (d, scan)
+    d
 }
 #[cfg(test)]
 mod tests {
@@ -638,8 +634,8 @@ mod tests {
         connection_of(n, true, start)
     }
 
-    /// [`connection`]; without `smb`, of NFS requests and some of another
-    /// RPC program (MOUNT: not storage) instead of SMB2 ones.
+    /// [`connection`]; without `with_smb`, of NFS requests and some of
+    /// another RPC program (MOUNT: not storage) instead of SMB2 ones.
     fn connection_of(n: u64, with_smb: bool, start: impl Fn(u64) -> i64) -> Facts {
         let mut rand = crate::test_rng::xorshift_below(0x9e37_79b9_7f4a_7c15);
         let mut txs: Vec<(i64, Transaction)> = Vec::new();

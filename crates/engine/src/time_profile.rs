@@ -375,7 +375,7 @@ impl FloorsScan {
     /// Add the next request (`bound`: see `ProtocolScan::add`).
     pub(crate) fn add(&mut self, t: &TxFacts, bound: Option<i64>) {
         self.requests += 1;
-        if let Some(v) = t.server_time_ns().map(ms).filter(|v| *v >= 0.0) {
+        if let Some(v) = t.server_ms() {
             self.server = (self.server.0 + 1, self.server.1.min(v));
         }
         if let Some(bound) = bound.filter(|_| self.points.due()) {

@@ -162,21 +162,15 @@ impl Default for Gathered {
 
 impl Gathered {
     fn add(&mut self, t: &TxFacts) {
-        let lo = t.earliest();
-        let hi = t.req_first_ts.max(t.req_last_ts);
-        let hi = t.reply().map_or(hi, |r| hi.max(r.first_ts).max(r.last_ts));
+        let (lo, hi) = t.span();
         self.bounds = Some(
             self.bounds
                 .map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))),
         );
-        if let Some(v) = t
-            .server_time_ns()
-            .map(crate::time_profile::ms)
-            .filter(|v| *v >= 0.0)
-        {
+        if let Some(v) = t.server_ms() {
             self.server = (self.server.0 + 1, self.server.1.min(v));
         }
-        let done = t.reply().map_or(t.req_last_ts, |r| r.last_ts);
+        let done = t.done();
         match self.ends.iter_mut().find(|(p, _)| *p == t.protocol) {
             Some((_, end)) => *end = (*end).max(done),
             None => self.ends.push((t.protocol, done)),
@@ -252,7 +246,7 @@ impl Facts {
     /// Add one transaction; `seq` is its emission number in the log.
     pub fn add(&mut self, t: &Transaction, seq: u64) {
         let fact = self.fact(t, seq);
-        let end = fact.reply().map_or(fact.req_last_ts, |r| r.last_ts);
+        let end = fact.done();
         self.span = Some(match self.span {
             Some((lo, hi)) => (lo.min(fact.req_first_ts), hi.max(end)),
             None => (fact.req_first_ts, end),
@@ -575,6 +569,30 @@ impl TxFacts {
 
     pub fn file(&self) -> Option<u32> {
         self.opt(HAS_FILE, self.file)
+    }
+
+    /// The earliest and latest time of the request and its reply.
+    pub fn span(&self) -> (i64, i64) {
+        let hi = self.req_first_ts.max(self.req_last_ts);
+        let hi = self
+            .reply()
+            .map_or(hi, |r| hi.max(r.first_ts).max(r.last_ts));
+        (self.earliest(), hi)
+    }
+
+    /// When the request is done: its reply's last byte, or its own last
+    /// byte when unanswered.
+    pub fn done(&self) -> i64 {
+        self.reply().map_or(self.req_last_ts, |r| r.last_ts)
+    }
+
+    /// The server's time (ms, first reply byte after the last request byte),
+    /// when answered and not negative: what the fastest-response floor is
+    /// the smallest of.
+    pub fn server_ms(&self) -> Option<f64> {
+        self.server_time_ns()
+            .map(crate::time_profile::ms)
+            .filter(|v| *v >= 0.0)
     }
 
     /// The earliest time of the request and its reply.
