@@ -90,59 +90,51 @@ fn digest_with(
         back: inputs.time_back,
     });
     let split = split.unwrap_or(facts.count(key) >= SPLIT_SWEEPS);
-    let redo = || digest_with(key, inputs, false, Some(split), rtts, fuse);
-    // When what the sweeps need first was gathered during the pass, one
-    // reading of the facts serves the first reading and the sweeps.
-    if let Some(before) = gathered_before(key, inputs, rtts).filter(|_| fuse) {
-        let mut scan = ScanState::new(stream, &facts.names);
-        let mut d = sweep(
+    let sweep_with = |before: Before, scan: Option<&mut ScanState<'_>>| {
+        sweep(
             stream,
             before,
             inputs,
             || facts.iter(key),
             order,
             split,
-            Some(&mut scan),
-        );
-        let scan = scan.finish();
-        if order.is_some_and(|o| scan.back > o.back) {
-            // (Never, as starts are frames' times.)
-            return redo();
-        }
-        d.unanswered = scan.unanswered;
-        d.summary = Some(scan.summary);
-        return d;
-    }
-    let scan_of = |facts_in_order: &mut dyn Iterator<Item = TxFacts>| {
-        Scan::run(stream, facts_in_order, &facts.names, order)
+            scan,
+        )
     };
-    // A long connection's first reading too is read (and decoded) on a
-    // thread of its own, which hands the facts over in blocks.
-    let scan = if split {
-        read_beside(|| facts.iter(key), scan_of)
-    } else {
-        scan_of(&mut facts.iter(key))
+    let (mut d, scan) = match gathered_before(key, inputs, rtts).filter(|_| fuse) {
+        // What the sweeps need first was gathered during the pass: one
+        // reading of the facts serves the first reading and the sweeps.
+        Some(before) => {
+            let mut scan = ScanState::new(stream, &facts.names);
+            let d = sweep_with(before, Some(&mut scan));
+            (d, scan.finish())
+        }
+        None => {
+            // A long connection's first reading too is read (and decoded)
+            // on a thread of its own, which hands the facts over in blocks.
+            let scan_of = |facts_in_order: &mut dyn Iterator<Item = TxFacts>| {
+                Scan::run(stream, facts_in_order, &facts.names, order)
+            };
+            let mut scan = if split {
+                read_beside(|| facts.iter(key), scan_of)
+            } else {
+                scan_of(&mut facts.iter(key))
+            };
+            let before = Before {
+                rtts: rtts.unwrap_or_else(|| {
+                    side_rtts(stream, scan.summary.floors, inputs.tcp, inputs.convs)
+                }),
+                protocols: std::mem::take(&mut scan.protocols),
+                bounds: scan.bounds,
+            };
+            (sweep_with(before, None), scan)
+        }
     };
     if order.is_some_and(|o| scan.back > o.back) {
         // (Never, as starts are frames' times: a bug, and not a reason to
         // give wrong tables.)
-        return redo();
+        return digest_with(key, inputs, false, Some(split), rtts, fuse);
     }
-    let before = Before {
-        rtts: rtts
-            .unwrap_or_else(|| side_rtts(stream, scan.summary.floors, inputs.tcp, inputs.convs)),
-        protocols: scan.protocols,
-        bounds: scan.bounds,
-    };
-    let mut d = sweep(
-        stream,
-        before,
-        inputs,
-        || facts.iter(key),
-        order,
-        split,
-        None,
-    );
     d.unanswered = scan.unanswered;
     d.summary = Some(scan.summary);
     d
@@ -518,14 +510,14 @@ fn each_request(
 /// first reading, when [`Before`] was known without it) beside the
 /// concurrency sweeps. `read` gives the facts in request order. The digest
 /// comes without its summary and unanswered requests (the scan's).
-fn sweep<'a, I: Iterator<Item = TxFacts>>(
+fn sweep<'a, 'b, I: Iterator<Item = TxFacts>>(
     stream: u32,
     before: Before,
     inputs: &Inputs<'a>,
     read: impl Fn() -> I + Sync,
     order: Option<Disorder>,
     split: bool,
-    scan: Option<&mut ScanState<'a>>,
+    scan: Option<&mut ScanState<'b>>,
 ) -> StreamDigest {
     let names = &inputs.facts.names;
     let sweeps: ByProtocol<ProtocolSweep> = before
@@ -543,7 +535,7 @@ fn sweep<'a, I: Iterator<Item = TxFacts>>(
     // The concurrency sweeps, and the scan when it comes along.
     let mut first = (sweeps, scan);
     let add_first =
-        |(sweeps, scan): &mut (ByProtocol<ProtocolSweep>, Option<&mut ScanState<'a>>),
+        |(sweeps, scan): &mut (ByProtocol<ProtocolSweep>, Option<&mut ScanState<'b>>),
          i: u64,
          t: &TxFacts,
          at: &Bounds| {
