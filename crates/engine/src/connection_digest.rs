@@ -36,7 +36,7 @@ use crate::tcp::TcpAnalysis;
 use crate::time_profile::{
     is_storage, outstanding_stats, side_rtts, tcp_side_rtts, ProfileSweep, Rtts, TimeProfile,
 };
-use crate::tx_facts::{Facts, Names, TxFacts};
+use crate::tx_facts::{Facts, Gathered, Names, TxFacts};
 
 /// What the digest makes of one connection.
 #[derive(Default)]
@@ -125,7 +125,7 @@ fn digest_with(
                     side_rtts(stream, scan.summary.floors, inputs.tcp, inputs.convs)
                 }),
                 protocols: std::mem::take(&mut scan.protocols),
-                bounds: scan.bounds,
+                bounds: facts.gathered(key).map_or((0, 0), Gathered::bounds),
             };
             (sweep_with(before, None), scan)
         }
@@ -149,7 +149,7 @@ struct Before {
     rtts: Rtts,
 }
 
-/// [`Before`] from what the pass gathered ([`crate::tx_facts::Gathered`]), when that is all
+/// [`Before`] from what the pass gathered ([`Gathered`]), when that is all
 /// of it: no SMB2 (its credit balance before the capture takes a sweep of
 /// its own) and round trips from the TCP analysis (`rtts`, or none: then
 /// the turnaround floor, which takes a sweep too, plays no part).
@@ -416,8 +416,6 @@ struct Scan {
     summary: StreamSummary,
     protocols: ByProtocol<ScanResult>,
     unanswered: Vec<TxFacts>,
-    /// Earliest and latest time of any of the requests.
-    bounds: (i64, i64),
     /// The most a start fell behind an earlier one.
     back: i64,
 }
@@ -447,7 +445,6 @@ struct ScanState<'a> {
     summary: SummaryScan,
     protocols: ByProtocol<ProtocolScan>,
     unanswered: Vec<TxFacts>,
-    bounds: Option<(i64, i64)>,
     lag: StartLag,
 }
 
@@ -458,7 +455,6 @@ impl<'a> ScanState<'a> {
             summary: SummaryScan::new(stream),
             protocols: ByProtocol::default(),
             unanswered: Vec::new(),
-            bounds: None,
             lag: StartLag::default(),
         }
     }
@@ -466,11 +462,6 @@ impl<'a> ScanState<'a> {
     /// The next request (in request order), `at` where it stands.
     fn add(&mut self, t: &TxFacts, at: &Bounds) {
         self.lag.add(t.req_first_ts);
-        let (lo, hi) = t.span();
-        self.bounds = Some(
-            self.bounds
-                .map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))),
-        );
         self.summary.add(t, self.names, at.points());
         self.protocols
             .entry(t, self.names, ProtocolScan::new)
@@ -485,7 +476,6 @@ impl<'a> ScanState<'a> {
             summary: self.summary.finish(),
             protocols: self.protocols.map(ProtocolScan::finish),
             unanswered: self.unanswered,
-            bounds: self.bounds.unwrap_or((0, 0)),
             back: self.lag.most,
         }
     }
@@ -783,9 +773,10 @@ mod tests {
     /// Round trips as the TCP analysis would give them (ms).
     const RTTS: Rtts = (1.5, 0.2, "tcp_connections");
 
-    /// What the pass gathers of a connection's facts is what its first
-    /// reading finds: the span of its times, the fastest server response,
-    /// where each protocol's requests end.
+    /// What the pass gathers of a connection's facts is what its facts read
+    /// back and its first reading find: the span of its times, how late
+    /// its requests' times come, the fastest server response, where each
+    /// protocol's requests end.
     #[test]
     fn gathered_facts_are_what_the_first_reading_finds() {
         for with_smb in [false, true] {
@@ -795,7 +786,13 @@ mod tests {
             let Some(g) = f.gathered(key) else {
                 panic!("connection 5 has facts");
             };
-            assert_eq!(g.bounds(), scan.bounds);
+            let spans: Vec<(i64, i64)> = f.iter(key).map(|t| t.span()).collect();
+            let lo = spans.iter().map(|s| s.0).min();
+            let hi = spans.iter().map(|s| s.1).max();
+            assert_eq!(Some(g.bounds()), lo.zip(hi));
+            let late = f.iter(key).map(|t| t.req_first_ts - t.earliest()).max();
+            assert_eq!(Some(f.lateness(key)), late);
+            assert!(f.lateness(key) > 0);
             assert_eq!(g.server_floor(), scan.summary.floors.server_ms);
             assert!(g.server_floor().is_some());
             let ends: Vec<(&str, i64)> = g

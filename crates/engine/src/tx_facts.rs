@@ -130,8 +130,6 @@ struct StreamFacts {
     blocks: Vec<(Order, Span)>,
     /// Facts in `blocks` (not all full: see [`TailBudget`]).
     spilled: usize,
-    /// Most any fact's times lie before its own start ([`TxFacts::earliest`]).
-    late: i64,
     gathered: Gathered,
 }
 
@@ -143,6 +141,9 @@ struct StreamFacts {
 pub(crate) struct Gathered {
     /// Earliest and latest time of any of the requests.
     bounds: Option<(i64, i64)>,
+    /// Most any request's times lie before its own start
+    /// ([`TxFacts::earliest`]).
+    late: i64,
     /// Requests with a server time (ms, not negative), and the smallest.
     server: (usize, f64),
     /// Per protocol (its number), where its requests end: the latest reply,
@@ -154,6 +155,7 @@ impl Default for Gathered {
     fn default() -> Self {
         Gathered {
             bounds: None,
+            late: 0,
             server: (0, f64::INFINITY),
             ends: smallvec::SmallVec::new(),
         }
@@ -167,6 +169,7 @@ impl Gathered {
             self.bounds
                 .map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))),
         );
+        self.late = self.late.max(t.req_first_ts.saturating_sub(lo));
         if let Some(v) = t.server_ms() {
             self.server = (self.server.0 + 1, self.server.1.min(v));
         }
@@ -252,9 +255,6 @@ impl Facts {
             None => (fact.req_first_ts, end),
         });
         let s = self.streams.entry((!fact.tcp(), fact.stream)).or_default();
-        s.late = s
-            .late
-            .max(fact.req_first_ts.saturating_sub(fact.earliest()));
         s.gathered.add(&fact);
         s.tail.push(fact);
         self.held.add();
@@ -346,7 +346,7 @@ impl Facts {
     /// (a request whose first segment was retransmitted saw its last byte
     /// first): 0 for an unknown key.
     pub fn lateness(&self, key: (bool, u32)) -> i64 {
-        self.streams.get(&key).map_or(0, |s| s.late)
+        self.streams.get(&key).map_or(0, |s| s.gathered.late)
     }
 
     /// What was gathered of a connection's facts as they came (see
