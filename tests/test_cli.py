@@ -386,6 +386,51 @@ def test_in_process_main(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 @pytest.mark.usefixtures("engine")
+@pytest.mark.parametrize("cores", [2, 3, 4, 16])
+def test_imports_run_beside_the_pass_only_with_a_core_to_spare(
+    cores: int, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The pass keeps three threads busy: with a fourth core the rules and views are
+    imported while it runs, with fewer after it (beside the engine's digest)."""
+    from nastriage import cli
+    from nastriage.capture import Capture
+
+    events: list[str] = []
+    analyze = Capture.analyze.__func__  # type: ignore[attr-defined]
+
+    def spy_analyze(cls: type[Capture], *a: Any, **k: Any) -> Capture:
+        events.append("pass")
+        return analyze(cls, *a, **k)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: set(range(cores)), raising=False)
+    monkeypatch.setattr(Capture, "analyze", classmethod(spy_analyze))
+    monkeypatch.setattr(cli, "_preload", lambda modules: events.append("preload"))
+    assert cli.main(["analyze", str(capture(RETRANS)), "--json", os.devnull]) == 0
+    assert "TCP conversations" in capsys.readouterr().out
+    want = ["preload", "pass"] if cores > 3 else ["pass", "preload"]
+    assert events == want
+
+
+def test_help_is_as_wide_as_argparse_would_make_it() -> None:
+    """The help as argparse's own formatter lays it out for the terminal's width
+    ($COLUMNS here), that width found without loading shutil."""
+    stock = "import argparse, nastriage.cli as c; c._HelpFormatter = argparse.HelpFormatter; "
+    for columns in ("40", "80", "200"):
+        env = cli_env({"COLUMNS": columns})
+        for args in (["analyze", "--help"], ["--help"]):
+            ours = run_cli(args, env={"COLUMNS": columns})
+            code = f"{stock}c.main({args!r})"
+            theirs = subprocess.run([sys.executable, "-c", code], capture_output=True, env=env)
+            assert ours.stdout == theirs.stdout and ours.stdout, (columns, args)
+    narrow = run_cli(["analyze", "--help"], env={"COLUMNS": "40"}).stdout
+    assert narrow != run_cli(["analyze", "--help"], env={"COLUMNS": "200"}).stdout
+    code = "import sys; from nastriage.cli import build_parser; build_parser(); "
+    code += "print('shutil' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, env=cli_env())
+    assert out.stdout.strip() == b"False"
+
+
+@pytest.mark.usefixtures("engine")
 def test_progress_bar_on_a_terminal_only() -> None:
     pty = pytest.importorskip("pty")
     # a gzip file with ~100 MiB inside: big enough for the bar, shown on stderr only
