@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import random
 import re
 from typing import Any
 
@@ -85,6 +86,29 @@ def test_seconds_like_tshark() -> None:
     assert seconds6(None) == "-"
     assert seconds6(float("nan")) == "-"
     assert seconds6(float("inf")) == "-"
+
+
+def test_seconds_round_half_up_from_the_decimal_value() -> None:
+    """Every way a value's repr can look (exponents, halves, negatives, huge and tiny)
+    gives what decimal's half-up rounding of that repr gives."""
+    from decimal import ROUND_HALF_UP, Decimal, localcontext
+
+    def reference(ms: float) -> str:
+        with localcontext(prec=400):  # (the largest floats have 309 digits)
+            seconds = (
+                Decimal(repr(ms)).scaleb(-3).quantize(Decimal("0.000001"), rounding=ROUND_HALF_UP)
+            )
+            return f"{seconds:.6f}"
+
+    rng = random.Random(7)
+    values = [0.0, -0.0, 0.0005, 0.0004999, 0.0015, 1e-05, 5e-4, 2.5e-3, 1e16, 1.5e22]
+    values += [-0.5635, 123456.0005, 999.9995, 1e-300, 5e-324, 1.7976931348623157e308]
+    for _ in range(3000):
+        scale = 10 ** rng.randint(-8, 12)
+        values.append(rng.random() * scale * rng.choice((1, -1)))
+        values.append(round(rng.random() * 1000, rng.randint(0, 6)) + 0.0005)
+    for v in values:
+        assert seconds6(v) == reference(v), v
 
 
 def test_columns_are_tsharks_then_percentiles() -> None:
