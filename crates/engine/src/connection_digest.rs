@@ -740,6 +740,46 @@ mod tests {
     /// Thousands of requests (many releases of every sweep), some whose
     /// first segment came late (times before their start): swept as they
     /// come back, the tables are those of sorting everything at the end.
+    /// Past a block of values each (read back from the spill, and then on
+    /// two threads), the time profile's medians are those of the requests'
+    /// times sorted.
+    #[test]
+    fn spilled_medians_are_the_sorted_ones() {
+        let f = connection_of(150_000, false, |i| i as i64 * 40_000);
+        let key = (false, 5);
+        let (tcp, convs) = (TcpAnalysis::default(), ConversationTable::default());
+        let inputs = Inputs {
+            facts: &f,
+            interval: crate::concurrency::interval_for(&f),
+            tcp: &tcp,
+            convs: &convs,
+            time_back: 0,
+        };
+        let srv_rtt = 0.4;
+        let d = digest_with(key, &inputs, true, None, Some((0.2, srv_rtt, "tcp")), true);
+        let p = d.profile.expect("answered storage requests");
+        let ms = crate::time_profile::ms;
+        let (mut proc, mut srts) = (Vec::new(), Vec::new());
+        for t in f.iter(key).filter(|t| is_storage(f.names.protocol(t))) {
+            if let Some(r) = t.reply() {
+                proc.push((ms(r.first_ts - t.req_last_ts) - srv_rtt).max(0.0));
+            }
+            srts.extend(t.srt_ns().map(ms));
+        }
+        assert!(proc.len() > 1 << 16 && srts.len() > 1 << 16, "{}", proc.len());
+        proc.sort_by(f64::total_cmp);
+        srts.sort_by(f64::total_cmp);
+        let n = proc.len();
+        let median = if n % 2 == 0 {
+            (proc[n / 2 - 1] + proc[n / 2]) / 2.0
+        } else {
+            proc[n / 2]
+        };
+        assert_eq!(p.processing_median_ms, median);
+        assert_eq!(p.processing_p90_ms, proc[(0.9 * (n - 1) as f64) as usize]);
+        assert_eq!(p.response_median_ms, srts[srts.len() / 2]);
+    }
+
     #[test]
     fn streamed_digest_equals_the_sorted_one() {
         // Up to 8 requests at a time, starts often equal.

@@ -65,6 +65,12 @@ impl OrderStats {
         }
     }
 
+    /// Whether some values went to the spill (asking for ranks reads them
+    /// back).
+    pub(crate) fn spilled(&self) -> bool {
+        !self.blocks.is_empty()
+    }
+
     pub(crate) fn len(&self) -> usize {
         self.blocks.len() * BLOCK + self.held.len()
     }
