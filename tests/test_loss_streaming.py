@@ -127,6 +127,106 @@ def test_a_connection_out_of_time_order_is_held_whole(tmp_path: Path) -> None:
     assert _check(capture, (5, 64)) > 2
 
 
+@pytest.mark.usefixtures("engine")
+def test_the_engines_runs_per_label_are_the_runs_summed_up(tmp_path: Path) -> None:
+    """The engine hands each range's runs over summed up per label, as
+    ``events.code_runs`` sums up the runs themselves: ranges cut anywhere, with a clock
+    step (runs out of order) and without."""
+    from nastriage.capture import Capture
+    from nastriage.diagnosis.events import Range, code_runs
+
+    seen = 0
+    for path in stepped_bench_capture(tmp_path):
+        capture = Capture.analyze(str(path))
+        for rows in (3, 64, 16384):
+            for _labels, chunk in capture.tcp_events_by_stream(rows=rows, part="rows+runs"):
+                for item in chunk.values():
+                    if item[7] is None:
+                        continue
+                    r = Range(item)
+                    assert len(item[7]) == 8
+                    assert r.code_runs == code_runs(*r.run_cols[:4])
+                    seen += len(r.code_runs)
+    assert seen > 100
+
+
+def _in_order_per_run(state: dict[str, Any], r: Any) -> bool:
+    """``_Connection.still_in_order`` as it was, going through every run (the reference)."""
+    if not (r.rows_in_order and r.runs_in_order):
+        return False
+    before = state["last_row"]
+    for code, key, first, first_frame, _, _ in r.runs():
+        at = state["runs_at"].get(code)
+        if at is not None and (key < at[0] or (first, first_frame) < at[1:]):
+            return False
+        if at is not None and key == at[0]:
+            continue
+        if before is not None and first < before[0]:
+            return False
+        state["runs_at"][code] = (key, first, first_frame)
+    if r.frames:
+        if before is not None and (r.times[0], r.frames[0]) < before:
+            return False
+        state["last_row"] = (r.times[-1], r.frames[-1])
+    return True
+
+
+def _random_range(rng: random.Random, t: int, key: int) -> tuple[Any, int, int]:
+    """A range of rows and runs near time ``t`` and acknowledged frame ``key``, mostly in
+    order: runs go on from the ranges before, keys and times step back now and then."""
+    from array import array
+
+    from nastriage.diagnosis.events import Range, code_runs
+
+    r = Range()
+    if rng.random() < 0.3:
+        t -= rng.randint(1, 4)  # (before the rows of the ranges before)
+    codes = rng.sample(range(4), rng.randint(1, 3))
+    runs: list[tuple[int, int, int, int]] = []
+    for _ in range(rng.randint(0, 6)):
+        code = rng.choice(codes)
+        key += rng.choice((0, 1, 1, 2, 5, -1)) if rng.random() < 0.3 else rng.randint(1, 3)
+        t += rng.choice((0, 1, 2, -1)) if rng.random() < 0.2 else rng.randint(1, 4)
+        if any(c == code and k == key for c, k, _, _ in runs):
+            continue  # (one run per label and acknowledged frame in a range)
+        runs.append((code, key, t, t * 10 + rng.randint(0, 9)))
+    for n in range(rng.randint(0, 3)):
+        t += rng.choice((0, 1, 3)) if rng.random() < 0.9 else -2
+        r.frames.append(t * 10 + n)
+        r.times.append(t)
+    firsts = [(f, ff) for _, _, f, ff in runs]
+    r.runs_in_order = firsts == sorted(firsts)
+    r.rows_in_order = list(zip(r.times, r.frames)) == sorted(zip(r.times, r.frames))
+    for col, values in zip(r.run_cols, zip(*runs)):
+        col.extend(values)
+    for col in r.run_cols[4:]:
+        col.extend(array("q", [0] * len(runs)))
+    r.code_runs = code_runs(*r.run_cols[:4])
+    return r, t, key
+
+
+def test_order_is_checked_per_label_as_per_run() -> None:
+    """Summed up per label, the check of a range's order says what the check of each run
+    said, and keeps the same state, range after range until one is out of order."""
+    from nastriage.diagnosis.retrans import _Connection
+
+    verdicts = {True: 0, False: 0}
+    for seed in range(3000):
+        rng = random.Random(seed)
+        c = _Connection(None, 0)  # type: ignore[arg-type]
+        state: dict[str, Any] = {"last_row": None, "runs_at": {}}
+        t, key = 100, 1000
+        for _ in range(rng.randint(1, 8)):
+            r, t, key = _random_range(rng, t, key)
+            want = _in_order_per_run(state, r)
+            assert c.still_in_order(r) == want, seed
+            verdicts[want] += 1
+            if not want:
+                break
+            assert (c.last_row, c.runs_at) == (state["last_row"], state["runs_at"]), seed
+    assert min(verdicts.values()) > 500, verdicts
+
+
 def test_time_order_is_a_stable_sort_by_time_then_frame() -> None:
     """The order a connection held whole is read in (the engine sorts the positions):
     that of sorting its rows by (time, frame), ties in table order."""

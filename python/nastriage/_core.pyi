@@ -110,7 +110,17 @@ class Analysis:
                 bytes,
                 bytes,
                 bool,
-                tuple[bytes, bytes, bytes, bytes, bytes, bytes, bool] | None,
+                tuple[
+                    bytes,
+                    bytes,
+                    bytes,
+                    bytes,
+                    bytes,
+                    bytes,
+                    bool,
+                    list[tuple[int, int, int, int, int | None, int, int, int, bool]],
+                ]
+                | None,
                 bytes,
             ],
         ],
@@ -129,7 +139,11 @@ class Analysis:
         runs; ValueError for another). Runs are one per label and acknowledged frame in these
         rows, in order of their first duplicate ACK: label codes (uint16), acknowledged
         frames, time and frame of the first, time of the last and counts (native int64
-        bytes), and whether they are in order of their first's (time, frame)."""
+        bytes), whether they are in order of their first's (time, frame), and the runs
+        summed up per label, in order of each label's first run (``events.CodeRuns``: the
+        code; the first run's acknowledged frame, first time and first frame; the second
+        run's first time or None; the last run's three; whether the acknowledged frames
+        rise from run to run)."""
 
 def analyze(
     paths: list[str],

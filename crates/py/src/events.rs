@@ -91,11 +91,60 @@ fn text_of(
 }
 
 /// The seconds a retransmission's text gives after `rto=` (the time since
-/// the oldest un-acknowledged segment, to the microsecond), read from the
-/// text itself as the table reader reads it (`diagnosis.events`: the digits
-/// and dots after `rto=`, then `s`); NaN for an event without them (a
-/// negative time, after a clock step, shows a sign there, not digits).
+/// the oldest un-acknowledged segment, to the microsecond), as the table
+/// reader reads them from the text (`diagnosis.events`: the digits and dots
+/// after `rto=`, then `s`); NaN for an event without them (a negative time,
+/// after a clock step, shows a sign there, not digits).
 fn rto_seconds(e: &TcpEvent) -> f64 {
+    match e.detail {
+        Detail::Rto { ns, .. } if ns >= 0 => {
+            // The text's number without making the text (formatting and
+            // reading it back were a sixth of this regrouping).
+            let shown = ns as f64 / 1e9;
+            match micros_shown(shown) {
+                Some(us) => us as f64 / 1e6,
+                None => rto_seconds_from_text(e),
+            }
+        }
+        _ => f64::NAN,
+    }
+}
+
+/// The whole microseconds `{:.6}` shows of `x` (≥ 0, finite): `x` × 10⁶
+/// rounded from its exact binary value, half to even, as Rust's exact
+/// formatting rounds. None when it does not fit below 2⁵³ (then
+/// `us as f64 / 1e6` would not be the text's number read back).
+fn micros_shown(x: f64) -> Option<u64> {
+    if !x.is_finite() || x < 0.0 {
+        return None;
+    }
+    let bits = x.to_bits();
+    let (exp, frac) = ((bits >> 52) & 0x7ff, bits & ((1 << 52) - 1));
+    // x = m × 2^e exactly.
+    let (m, e) = if exp == 0 {
+        (frac, -1074i64)
+    } else {
+        (frac | 1 << 52, exp as i64 - 1075)
+    };
+    let scaled = u128::from(m) * 1_000_000;
+    let us = if e >= 0 {
+        scaled.checked_shl(u32::try_from(e).ok()?)?
+    } else {
+        let k = u32::try_from(-e).ok()?;
+        if k >= 127 {
+            0 // (below half a microsecond: m × 10⁶ < 2⁷³)
+        } else {
+            let q = scaled >> k;
+            let rest = scaled - (q << k);
+            let half = 1u128 << (k - 1);
+            q + u128::from(rest > half || (rest == half && q & 1 == 1))
+        }
+    };
+    u64::try_from(us).ok().filter(|&us| us < 1 << 53)
+}
+
+/// [`rto_seconds`] read from the event's text (the reference).
+fn rto_seconds_from_text(e: &TcpEvent) -> f64 {
     if !matches!(e.detail, Detail::Rto { .. }) {
         return f64::NAN;
     }
@@ -175,8 +224,10 @@ impl Runs {
     }
 
     /// `(codes, acked, first times, first frames, last times, counts,
-    /// in_order)`: native-endian u16 and i64 bytes, and whether the runs
-    /// are in order of their first duplicate ACK's (time, frame).
+    /// in_order, per_code)`: native-endian u16 and i64 bytes, whether the
+    /// runs are in order of their first duplicate ACK's (time, frame), and
+    /// the runs summed up per label ([`Runs::per_code`]: tuples as
+    /// `diagnosis.events.CodeRuns`).
     fn into_py<'py>(self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         fn bytes<'py, T: Copy, const N: usize>(
             py: Python<'py>,
@@ -197,8 +248,52 @@ impl Runs {
         let in_order = pyo3::types::PyBool::new(py, !self.out_of_order).to_owned();
         let mut items: Vec<Bound<'py, PyAny>> = items.into_iter().map(Bound::into_any).collect();
         items.push(in_order.into_any());
+        let per_code = PyList::empty(py);
+        for c in self.per_code() {
+            per_code.append((
+                c.code, c.first.0, c.first.1, c.first.2, c.second, c.last.0, c.last.1, c.last.2,
+                c.rising,
+            ))?;
+        }
+        items.push(per_code.into_any());
         PyTuple::new(py, items)
     }
+
+    /// The runs summed up per label, in order of each label's first run (as
+    /// `diagnosis.events.code_runs` does from a table).
+    fn per_code(&self) -> Vec<CodeRuns> {
+        let mut out: Vec<CodeRuns> = Vec::new();
+        for (i, &code) in self.codes.iter().enumerate() {
+            let run = (self.acked[i], self.first[i].0, self.first[i].1 as i64);
+            // (Labels are a few dozen at most.)
+            match out.iter_mut().find(|c| c.code == code) {
+                None => out.push(CodeRuns {
+                    code,
+                    first: run,
+                    second: None,
+                    last: run,
+                    rising: true,
+                }),
+                Some(c) => {
+                    c.second = c.second.or(Some(run.1));
+                    c.rising &= run.0 > c.last.0;
+                    c.last = run;
+                }
+            }
+        }
+        out
+    }
+}
+
+/// One label's duplicate-ACK runs in a range: the first and last run's
+/// (acknowledged frame, first time, first frame), the second's first time,
+/// and whether the acknowledged frames rise from run to run.
+struct CodeRuns {
+    code: u16,
+    first: (i64, i64, i64),
+    second: Option<i64>,
+    last: (i64, i64, i64),
+    rising: bool,
 }
 
 /// Rows `start..stop` of `tcp_events` regrouped: `(labels, streams)`.
@@ -232,25 +327,31 @@ pub(crate) fn by_stream<'py>(
     for (i, l) in labels.iter().enumerate() {
         by_name.insert(l.clone(), u16::try_from(i).unwrap_or(u16::MAX));
     }
-    let mut codes: HashMap<(&'static str, Flag), u16> = HashMap::new();
+    // (By sender direction, "c2s" or "s2c", and flag: a lookup by the
+    // label's strings for each event was a tenth of this regrouping.)
+    let mut codes = [[None::<u16>; Flag::COUNT]; 2];
     let mut order: Vec<u32> = Vec::new();
     let mut streams: HashMap<u32, (Columns, Runs)> = HashMap::new();
     let mut shared: HashMap<(Flag, Detail), Py<PyString>> = HashMap::new();
     for (e, direction) in a.tcp_event_rows(start, stop) {
-        let kind = e.kind.name();
-        let code = *codes.entry((direction, e.kind)).or_insert_with(|| {
-            let name = (direction.to_string(), kind.to_string());
+        let mut label = || {
+            let name = (direction.to_string(), e.kind.name().to_string());
             *by_name.entry(name.clone()).or_insert_with(|| {
                 // Labels are (direction, flag) pairs: a few dozen at most.
                 labels.push(name);
                 u16::try_from(labels.len() - 1).unwrap_or(u16::MAX)
             })
-        });
+        };
+        let code = match direction {
+            "c2s" => *codes[0][e.kind as usize].get_or_insert_with(label),
+            "s2c" => *codes[1][e.kind as usize].get_or_insert_with(label),
+            _ => label(),
+        };
         let (cols, runs) = streams.entry(e.stream).or_insert_with(|| {
             order.push(e.stream);
             Default::default()
         });
-        let dup_ack = kind == "duplicate_ack";
+        let dup_ack = e.kind == Flag::DuplicateAck;
         match (part, dup_ack, e.detail) {
             // The run of the ACK it repeats (one of its own without that).
             (Part::RowsAndRuns, true, Detail::DupAck { frame, .. }) => {
@@ -348,6 +449,53 @@ mod tests {
 
     fn bytes(v: &[i64]) -> Vec<u8> {
         v.iter().flat_map(|x| x.to_ne_bytes()).collect()
+    }
+
+    fn rto_event(ns: i64) -> TcpEvent {
+        TcpEvent {
+            frame: 9,
+            ts: 0,
+            stream: 0,
+            dir: 0,
+            kind: Flag::Retransmission,
+            detail: Detail::Rto { ns, frame: 1 },
+        }
+    }
+
+    /// The seconds worked out from the nanoseconds are the text's, read
+    /// back: ties at the seventh decimal (odd multiples of 1/128 s, which
+    /// the formatting rounds to even), times past 2⁵³ µs, negative times.
+    #[test]
+    fn rto_seconds_are_the_texts() {
+        let mut all: Vec<i64> = vec![1, 499, 500, 501, 999, 1_000, 1_500, 2_500, 999_999_999];
+        all.extend([
+            i64::MAX,
+            i64::MAX - 1,
+            9_007_199_254_740_991_000,
+            -1,
+            -7_812_500,
+        ]);
+        all.extend((1..400).step_by(2).map(|k| k * 7_812_500));
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let digits = (x % 19) as u32;
+            all.push((x >> 8) as i64 % 10i64.pow(digits).max(1));
+        }
+        for ns in all {
+            let e = rto_event(ns);
+            let (fast, text) = (rto_seconds(&e), rto_seconds_from_text(&e));
+            assert!(
+                fast.to_bits() == text.to_bits() || (fast.is_nan() && text.is_nan()),
+                "{ns} ns: {fast} vs {text} ({})",
+                e.detail_text()
+            );
+        }
+        assert!(rto_seconds(&rto_event(-3)).is_nan());
+        assert_eq!(rto_seconds(&rto_event(7_812_500)), 0.007812);
+        assert_eq!(rto_seconds(&rto_event(23_437_500)), 0.023438);
     }
 
     #[test]

@@ -264,15 +264,34 @@ class _Connection:
         if not (r.rows_in_order and r.runs_in_order):
             return False
         before = self.last_row
-        for code, key, first, first_frame, _, _ in r.runs():
+        # Per label, not per run (13,800 runs on one lossy GiB): the runs come in order of
+        # their first (`runs_in_order`) and a range has one run per label and
+        # acknowledged frame, so a label's runs keep the order when their acknowledged
+        # frames rise, and only its first new run can start before `before`.
+        for (
+            code,
+            key,
+            first,
+            first_frame,
+            second,
+            last_key,
+            last_first,
+            last_frame,
+            rising,
+        ) in r.code_runs:
+            if not rising:
+                return False
             at = self.runs_at.get(code)
             if at is not None and (key < at[0] or (first, first_frame) < at[1:]):
                 return False
             if at is not None and key == at[0]:
-                continue  # (the same run, from the rows before)
+                # (The same run, from the rows before: the next is the first new one.)
+                if second is None:
+                    continue
+                first = second
             if before is not None and first < before[0]:
                 return False
-            self.runs_at[code] = (key, first, first_frame)
+            self.runs_at[code] = (last_key, last_first, last_frame)
         if r.frames:
             if before is not None and (r.times[0], r.frames[0]) < before:
                 return False
