@@ -126,19 +126,16 @@ fn micros_shown(x: f64) -> Option<u64> {
     } else {
         (frac | 1 << 52, exp as i64 - 1075)
     };
+    // (From 2⁵² s on, far past 2⁵³ µs.)
+    let k = u32::try_from(-e).ok().filter(|&k| k > 0)?;
     let scaled = u128::from(m) * 1_000_000;
-    let us = if e >= 0 {
-        scaled.checked_shl(u32::try_from(e).ok()?)?
+    let us = if k >= 127 {
+        0 // (below half a microsecond: m × 10⁶ < 2⁷³)
     } else {
-        let k = u32::try_from(-e).ok()?;
-        if k >= 127 {
-            0 // (below half a microsecond: m × 10⁶ < 2⁷³)
-        } else {
-            let q = scaled >> k;
-            let rest = scaled - (q << k);
-            let half = 1u128 << (k - 1);
-            q + u128::from(rest > half || (rest == half && q & 1 == 1))
-        }
+        let q = scaled >> k;
+        let rest = scaled - (q << k);
+        let half = 1u128 << (k - 1);
+        q + u128::from(rest > half || (rest == half && q & 1 == 1))
     };
     u64::try_from(us).ok().filter(|&us| us < 1 << 53)
 }
@@ -494,6 +491,13 @@ mod tests {
             );
         }
         assert!(rto_seconds(&rto_event(-3)).is_nan());
+        // Past 2⁵³ µs (and far past it, 2⁵² s and more): read from the text.
+        for x in [9.1e9, 2f64.powi(52), 2f64.powi(60), 1e300, f64::INFINITY, -1.0] {
+            assert_eq!(micros_shown(x), None, "{x}");
+        }
+        assert_eq!(micros_shown(f64::MIN_POSITIVE), Some(0));
+        assert_eq!(micros_shown(0.0), Some(0));
+        assert_eq!(micros_shown(9.0e9), Some(9_000_000_000_000_000));
         assert_eq!(rto_seconds(&rto_event(7_812_500)), 0.007812);
         assert_eq!(rto_seconds(&rto_event(23_437_500)), 0.023438);
     }

@@ -268,18 +268,9 @@ class _Connection:
         # their first (`runs_in_order`) and a range has one run per label and
         # acknowledged frame, so a label's runs keep the order when their acknowledged
         # frames rise, and only its first new run can start before `before`.
-        for (
-            code,
-            key,
-            first,
-            first_frame,
-            second,
-            last_key,
-            last_first,
-            last_frame,
-            rising,
-        ) in r.code_runs:
-            if not rising:
+        for label in r.code_runs:
+            code, key, first, first_frame, second = label[:5]
+            if not label[8]:  # (acknowledged frames that do not rise)
                 return False
             at = self.runs_at.get(code)
             if at is not None and (key < at[0] or (first, first_frame) < at[1:]):
@@ -291,7 +282,7 @@ class _Connection:
                 first = second
             if before is not None and first < before[0]:
                 return False
-            self.runs_at[code] = (last_key, last_first, last_frame)
+            self.runs_at[code] = label[5:8]
         if r.frames:
             if before is not None and (r.times[0], r.frames[0]) < before:
                 return False

@@ -98,7 +98,7 @@ def seconds6(ms: Any) -> str:
     # Round half up from the decimal value (0.5635 ms -> 0.000564), not from the binary
     # float, which may sit just below the half: the digits of its shortest repr, in whole
     # microseconds. (What `Decimal(repr(value))` quantized half up gives, without loading
-    # `decimal`: 1.5 ms of every run's start-up.)
+    # `decimal`: 1.5 ms of imports in every run that prints a summary.)
     text = repr(value)
     sign = "-" if text.startswith("-") else ""
     mantissa, _, exponent = text.lstrip("-").partition("e")
