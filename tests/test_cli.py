@@ -385,32 +385,6 @@ def test_in_process_main(capsys: pytest.CaptureFixture[str]) -> None:
     assert "byte offset" in capsys.readouterr().err
 
 
-@pytest.mark.usefixtures("engine")
-@pytest.mark.parametrize("cores", [2, 3, 4, 16])
-def test_imports_run_beside_the_pass_only_with_a_core_to_spare(
-    cores: int, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """The pass keeps three threads busy: with a fourth core the rules and views are
-    imported while it runs, with fewer after it (beside the engine's digest)."""
-    from nastriage import cli
-    from nastriage.capture import Capture
-
-    events: list[str] = []
-    analyze = Capture.analyze.__func__  # type: ignore[attr-defined]
-
-    def spy_analyze(cls: type[Capture], *a: Any, **k: Any) -> Capture:
-        events.append("pass")
-        return analyze(cls, *a, **k)  # type: ignore[no-any-return]
-
-    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: set(range(cores)), raising=False)
-    monkeypatch.setattr(Capture, "analyze", classmethod(spy_analyze))
-    monkeypatch.setattr(cli, "_preload", lambda modules: events.append("preload"))
-    assert cli.main(["analyze", str(capture(RETRANS)), "--json", os.devnull]) == 0
-    assert "TCP conversations" in capsys.readouterr().out
-    want = ["preload", "pass"] if cores > 3 else ["pass", "preload"]
-    assert events == want
-
-
 def test_help_is_as_wide_as_argparse_would_make_it() -> None:
     """The help as argparse's own formatter lays it out for the terminal's width
     ($COLUMNS here), that width found without loading shutil."""

@@ -224,19 +224,6 @@ def _no_progress(bytes_read: int, total_bytes: int) -> None:
     """Progress callback that shows nothing (pending signals are handled when it runs)."""
 
 
-#: Threads the engine's pass keeps busy: the reader and its two stages (TCP, NFS/SMB).
-_PASS_THREADS = 3
-
-
-def _spare_core_during_pass() -> bool:
-    """Whether a core is left idle by the pass (the imports then cost it nothing)."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # (not on every platform)
-        cores = os.cpu_count() or 1
-    return cores > _PASS_THREADS
-
-
 def _preload(modules: list[str]) -> None:
     """Import what the run needs after the analysis on a thread of its own, while the
     engine works with the GIL released. pyarrow is not among them: the rules and views
@@ -244,12 +231,14 @@ def _preload(modules: list[str]) -> None:
     ``--html`` and API users load it. A failed import is left for the real import to
     report.
 
-    With a core to spare, this starts before the pass. With fewer (two cores: the pass
-    alone keeps both busy), the imports' 22 ms of CPU made the pass of one lossy GiB
-    13 ms longer; they start after it instead, beside the engine's digest (which leaves
-    a core idle part of the time) and while the rules wait for it: 345-358 -> 338-347 ms
-    for the command (medians of 20 and 30 alternating runs), the mix and 4,743
-    connections unchanged."""
+    On two cores the imports' 22 ms of CPU are not free: the pass alone keeps both
+    busy, and it took 13 ms longer for them on one lossy GiB. Started after the pass
+    instead, beside the engine's digest, they saved 6 ms of the command there (medians of
+    16 alternating runs), but the memory they take then adds to the digest's and the
+    rules' and no longer hides under the pass's peak: the generated mix's peak was then
+    26 MB at 1 GiB and 31-32 MB at 4 GiB (31 MB at both with the imports here), no longer
+    flat. They stay here.
+    """
     import importlib
     import threading
 
@@ -328,9 +317,7 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
             # (srt: the summary's response-time tables, 1.4 ms of imports that were made
             # once the rules were done.)
             later += ["nastriage.views.verdicts", "nastriage.views.terminal", "nastriage.views.srt"]
-        spare_core = _spare_core_during_pass()
-        if spare_core:
-            _preload(later)
+        _preload(later)
         try:
             capture = Capture.analyze(
                 paths,
@@ -351,8 +338,6 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
         finally:
             if reporter is not None:
                 reporter.close()
-        if not spare_core:
-            _preload(later)
         findings = None
         texts = None
         if out is not None:
