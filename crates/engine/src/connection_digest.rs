@@ -679,6 +679,23 @@ mod tests {
         f
     }
 
+    /// What a digest of `f` reads, with the TCP analysis and conversations
+    /// given.
+    fn inputs_of<'a>(
+        f: &'a Facts,
+        tcp: &'a TcpAnalysis,
+        convs: &'a ConversationTable,
+        time_back: i64,
+    ) -> Inputs<'a> {
+        Inputs {
+            facts: f,
+            interval: crate::concurrency::interval_for(f),
+            tcp,
+            convs,
+            time_back,
+        }
+    }
+
     /// The digest of connection 5, swept as it comes (told that frame
     /// times fall back by `time_back`, or by as much as its starts do) and
     /// sorted at the end, each the same with its sweeps on one thread or
@@ -696,13 +713,7 @@ mod tests {
         f.iter(key).for_each(|t| lag.add(t.req_first_ts));
         let tcp = TcpAnalysis::default();
         let convs = ConversationTable::default();
-        let inputs = Inputs {
-            facts: f,
-            interval: crate::concurrency::interval_for(f),
-            tcp: &tcp,
-            convs: &convs,
-            time_back: time_back.unwrap_or(lag.most),
-        };
+        let inputs = inputs_of(f, &tcp, &convs, time_back.unwrap_or(lag.most));
         let show = |d: StreamDigest| {
             format!(
                 "{:?}\n{:?}\n{:?}\n{:?}\n{:?}",
@@ -737,9 +748,6 @@ mod tests {
         (streamed, sorted, order)
     }
 
-    /// Thousands of requests (many releases of every sweep), some whose
-    /// first segment came late (times before their start): swept as they
-    /// come back, the tables are those of sorting everything at the end.
     /// Past a block of values each (read back from the spill, and then on
     /// two threads), the time profile's medians are those of the requests'
     /// times sorted.
@@ -748,13 +756,7 @@ mod tests {
         let f = connection_of(150_000, false, |i| i as i64 * 40_000);
         let key = (false, 5);
         let (tcp, convs) = (TcpAnalysis::default(), ConversationTable::default());
-        let inputs = Inputs {
-            facts: &f,
-            interval: crate::concurrency::interval_for(&f),
-            tcp: &tcp,
-            convs: &convs,
-            time_back: 0,
-        };
+        let inputs = inputs_of(&f, &tcp, &convs, 0);
         let srv_rtt = 0.4;
         let d = digest_with(key, &inputs, true, None, Some((0.2, srv_rtt, "tcp")), true);
         let p = d.profile.expect("answered storage requests");
@@ -766,7 +768,11 @@ mod tests {
             }
             srts.extend(t.srt_ns().map(ms));
         }
-        assert!(proc.len() > 1 << 16 && srts.len() > 1 << 16, "{}", proc.len());
+        assert!(
+            proc.len() > 1 << 16 && srts.len() > 1 << 16,
+            "{}",
+            proc.len()
+        );
         proc.sort_by(f64::total_cmp);
         srts.sort_by(f64::total_cmp);
         let n = proc.len();
@@ -780,6 +786,9 @@ mod tests {
         assert_eq!(p.response_median_ms, srts[srts.len() / 2]);
     }
 
+    /// Thousands of requests (many releases of every sweep), some whose
+    /// first segment came late (times before their start): swept as they
+    /// come back, the tables are those of sorting everything at the end.
     #[test]
     fn streamed_digest_equals_the_sorted_one() {
         // Up to 8 requests at a time, starts often equal.
@@ -866,13 +875,7 @@ mod tests {
             (true, Some(RTTS), false),
         ] {
             let f = connection_of(500, with_smb, |i| i as i64 * 150_000);
-            let inputs = Inputs {
-                facts: &f,
-                interval: crate::concurrency::interval_for(&f),
-                tcp: &tcp,
-                convs: &convs,
-                time_back: 0,
-            };
+            let inputs = inputs_of(&f, &tcp, &convs, 0);
             let before = gathered_before((false, 5), &inputs, rtts);
             assert_eq!(before.is_some(), joins, "smb {with_smb}, rtts {rtts:?}");
         }
