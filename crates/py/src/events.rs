@@ -492,7 +492,14 @@ mod tests {
         }
         assert!(rto_seconds(&rto_event(-3)).is_nan());
         // Past 2⁵³ µs (and far past it, 2⁵² s and more): read from the text.
-        for x in [9.1e9, 2f64.powi(52), 2f64.powi(60), 1e300, f64::INFINITY, -1.0] {
+        for x in [
+            9.1e9,
+            2f64.powi(52),
+            2f64.powi(60),
+            1e300,
+            f64::INFINITY,
+            -1.0,
+        ] {
             assert_eq!(micros_shown(x), None, "{x}");
         }
         assert_eq!(micros_shown(f64::MIN_POSITIVE), Some(0));
