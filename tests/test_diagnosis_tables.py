@@ -300,12 +300,12 @@ def test_grouped_runs_of_a_connection_in_several_parts_merge() -> None:
     and acknowledged frame: earliest first, latest last, counts added, order kept."""
     from array import array
 
-    from nastriage.diagnosis.events import EventsByStream
+    from nastriage.diagnosis.events import EventsByStream, code_runs
 
     def runs(rows: list[tuple[int, ...]], in_order: bool) -> tuple[Any, ...]:
         cols = list(zip(*rows))
         data = [array(t, c).tobytes() for t, c in zip("Hqqqqq", cols)]
-        return (*data, in_order)
+        return (*data, in_order, code_runs(*cols[:4]))
 
     def part(rows: list[tuple[int, ...]], in_order: bool = True) -> dict[int, Any]:
         return {1: (b"", b"", b"", [], b"", b"", True, runs(rows, in_order), b"")}

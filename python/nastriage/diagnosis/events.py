@@ -131,8 +131,8 @@ def code_runs(
 ) -> list[CodeRuns]:
     """A range's runs (in the order they come) summed up per label, in order of each
     label's first run: what the loss analysis checks of a range's order
-    (``_Connection.still_in_order``) without going through every run. The engine hands
-    them over with the runs; this makes them for a range read from a table."""
+    (``_Connection.still_in_order``) without going through every run. Handed over with
+    the runs, by the engine (``Runs::per_code``) and by :func:`table_chunks` alike."""
     out: dict[int, list[Any]] = {}
     for code, key, time, frame in zip(codes, keys, first, first_frame):
         s = out.get(code)
@@ -186,7 +186,7 @@ class Range:
             for a, data in zip(self.run_cols, runs[:6]):
                 a.frombytes(data)
             self.runs_in_order = bool(runs[6])
-            self.code_runs = runs[7] if len(runs) > 7 else code_runs(*self.run_cols[:4])
+            self.code_runs = runs[7]
         self.rto.frombytes(item[8])
 
     def rows(self) -> Iterator[Row]:
@@ -271,7 +271,8 @@ class _Runs:
     def item(self) -> tuple[Any, ...]:
         """As the engine hands them over (see :meth:`take`)."""
         columns = (self.codes, self.keys, self.first, self.first_frame, self.last, self.count)
-        return (*(a.tobytes() for a in columns), self.in_order)
+        summary = code_runs(self.codes, self.keys, self.first, self.first_frame)
+        return (*(a.tobytes() for a in columns), self.in_order, summary)
 
     def state(self) -> tuple[Any, ...]:
         """The runs (not their index, nor whether they came in order, which depends on
