@@ -165,8 +165,31 @@ def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
     ok = sorted(ok, key=lambda r: r["wall_s"])
     best = dict(ok[len(ok) // 2])
     best["runs_wall_s"] = [r["wall_s"] for r in runs]
+    best["runs_cpu_s"] = [r.get("cpu_s") for r in runs]
     best["min_wall_s"] = ok[0]["wall_s"]
     return best
+
+
+def cpu_by_round(name: str, tools: dict[str, Any]) -> str | None:
+    """A summary line with nastriage's CPU time in each round, and tcptrace's beside it:
+    in the host's slow phases nastriage's threads need up to twice their CPU while
+    single-threaded tcptrace's does not move (`bench/README.md`, What bounds the speed),
+    so a round with a low ratio shows here whether it fell in one. None for fewer than
+    two rounds."""
+
+    def each(tool: str) -> str | None:
+        cpu = tools.get(tool, {}).get("runs_cpu_s") or []
+        if len(cpu) < 2 or any(c is None for c in cpu):
+            return None
+        return f"{tool} " + ", ".join(f"{c:.2f}" for c in cpu) + " s"
+
+    parts = [p for p in (each("nastriage"), each("tcptrace")) if p]
+    if not parts or not parts[0].startswith("nastriage"):
+        return None
+    return (
+        f"- {name}: CPU time by round: {'; '.join(parts)} (a round whose nastriage CPU "
+        f"time is far above its least, tcptrace's unchanged, ran in a slow phase of the host)"
+    )
 
 
 def paired_ratio(
@@ -692,6 +715,9 @@ def verdicts(result: dict[str, Any]) -> list[str]:
                     f"{fmt(t[tool].get('ratio_cpu'))}{X} by CPU time "
                     f"(target ≥ {TARGETS[key]}{X}) — {'met' if ok else 'NOT met'}"
                 )
+        line = cpu_by_round(name, t)
+        if line:
+            out.append(line)
         if "nastriage" in t:
             rss = t["nastriage"]["peak_rss_mb"]
             ok = rss < TARGETS["peak_rss_mb"]

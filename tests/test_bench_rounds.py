@@ -157,3 +157,33 @@ def test_two_files_forms_run_in_rounds_and_speedups_are_paired(
     assert out["speedups_over_one_core"] == [2.0 / 0.7] * 3
     assert out["speedup_over_one_core"] == 2.0 / 0.7
     assert out["concurrent"]["wall_s"] == 0.7
+
+
+def test_cpu_time_by_round_is_listed_with_tcptrace_beside_it() -> None:
+    """The verdicts list nastriage's CPU time in every round, and tcptrace's, so that a
+    round in one of the host's slow phases (nastriage's CPU time up, tcptrace's not) can
+    be told from the others."""
+    bench = _bench()
+    nas = bench.median_run([_run(0.33, 0.48), _run(0.47, 0.84), _run(0.32, 0.47)])
+    tt = bench.median_run([_run(0.66, 0.66), _run(0.67, 0.67), _run(0.65, 0.65)])
+    assert nas["runs_cpu_s"] == [0.48, 0.84, 0.47]
+    line = bench.cpu_by_round("x.pcap", {"nastriage": nas, "tcptrace": tt})
+    assert line is not None
+    assert "nastriage 0.48, 0.84, 0.47 s; tcptrace 0.66, 0.67, 0.65 s" in line
+    # Without tcptrace: nastriage's alone; one round, or no nastriage: no line.
+    alone = bench.cpu_by_round("x.pcap", {"nastriage": nas})
+    assert alone is not None and "nastriage 0.48, 0.84, 0.47 s (" in alone
+    assert bench.cpu_by_round("x.pcap", {"nastriage": bench.median_run([_run(0.3)])}) is None
+    assert bench.cpu_by_round("x.pcap", {"tcptrace": tt}) is None
+    # In the verdicts, after the ratios of that capture.
+    c = {"path": "/d/x.pcap", "bytes": 1, "tools": {"nastriage": nas, "tcptrace": tt}}
+    tt["ratio_wall"], tt["ratios_wall"], tt["ratio_cpu"] = 2.0, [2.0, 1.4, 2.0], 1.4
+    nas["peak_rss_mb"] = 28.0
+    name = bench._name(c["path"])
+    out = bench.verdicts({"captures": [c]})
+    assert [v.split(":")[1] for v in out] == [
+        " nastriage vs tcptrace -n -l -r",
+        " CPU time by round",
+        " nastriage peak RSS 28 MB (target < 150 MB) — met",
+    ]
+    assert out[1].startswith(f"- {name}: CPU time by round: nastriage 0.48, 0.84, 0.47 s;")
