@@ -183,9 +183,10 @@ def cpu_by_round(name: str, tools: dict[str, Any]) -> str | None:
             return None
         return f"{tool} " + ", ".join(f"{c:.2f}" for c in cpu) + " s"
 
-    parts = [p for p in (each("nastriage"), each("tcptrace")) if p]
-    if not parts or not parts[0].startswith("nastriage"):
+    ours = each("nastriage")
+    if ours is None:
         return None
+    parts = [ours, *filter(None, [each("tcptrace")])]
     return (
         f"- {name}: CPU time by round: {'; '.join(parts)} (a round whose nastriage CPU "
         f"time is far above its least, tcptrace's unchanged, ran in a slow phase of the host)"
