@@ -283,20 +283,21 @@ def machine_info(nastriage: list[str]) -> dict[str, Any]:
 
 
 def _core_library() -> str:
-    """Which compiled core nastriage will load (path, size, date, hash)."""
+    """Which compiled core nastriage will load (path, size, date, hash, and whether it
+    was optimised from a profile: build_support/pgo_backend.py)."""
     code = (
         "import nastriage._core as c, os, hashlib;"
         "p = c.__file__; s = os.stat(p);"
         "h = hashlib.sha256(open(p, 'rb').read()).hexdigest()[:12];"
-        "print(p, s.st_size, int(s.st_mtime), h)"
+        "print(p, s.st_size, int(s.st_mtime), h, getattr(c, '__build__', 'plain'))"
     )
     try:
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-        path, size, mtime, digest = out.stdout.split()
+        path, size, mtime, digest, build = out.stdout.split()
     except (OSError, ValueError):
         return "unknown"
     when = _dt.datetime.fromtimestamp(int(mtime)).strftime("%Y-%m-%d %H:%M")
-    return f"{path} ({int(size) / 1e6:.1f} MB, built {when}, sha256 {digest})"
+    return f"{path} ({int(size) / 1e6:.1f} MB, built {when}, sha256 {digest}, {build} build)"
 
 
 def compile_bytecode() -> str:

@@ -15,8 +15,8 @@ cargo test --workspace
 echo "== build the Python package in place"
 python3 -m pip install -q -e '.[dev]'
 echo "== ruff"
-python3 -m ruff check python tests
-python3 -m ruff format --check python tests
+python3 -m ruff check python tests build_support
+python3 -m ruff format --check python tests build_support
 echo "== mypy"
 python3 -m mypy
 echo "== pytest"

@@ -4,6 +4,8 @@ it runs the one-pass analysis and hands back metadata and Arrow tables."""
 from typing import Any, Callable, Protocol
 
 __version__: str
+#: "profile-guided" (optimised from a profile by the package's build backend) or "plain".
+__build__: str
 
 class CaptureError(Exception):
     """Unreadable input. ``str(err)`` is one line: ``PATH: byte offset N: message``.

@@ -396,6 +396,12 @@ fn analyze(
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", nastriage_engine::VERSION)?;
+    // "profile-guided" when the package's build backend compiled the engine
+    // from a profile (`build_support/pgo_backend.py`), else "plain".
+    m.add(
+        "__build__",
+        option_env!("NASTRIAGE_BUILD").unwrap_or("plain"),
+    )?;
     m.add("CaptureError", m.py().get_type::<CaptureError>())?;
     m.add_class::<PyAnalysis>()?;
     m.add_class::<TableStream>()?;
