@@ -121,13 +121,15 @@ def find_llvm_profdata(rustc_vv: str, path: str | None, sysroot: str) -> str:
 
 
 def with_rustflags(env: Mapping[str, str], *flags: str) -> dict[str, str]:
-    """`env` with `flags` added to the compiler's flags (after the caller's own)."""
+    """`env` with `flags` added to the compiler's flags, after the caller's own. In
+    `CARGO_ENCODED_RUSTFLAGS` (which cargo takes over `RUSTFLAGS`), whose flags are
+    separated by 0x1f rather than spaces: a profile's path may hold spaces."""
     out = dict(env)
-    if "CARGO_ENCODED_RUSTFLAGS" in out:  # cargo prefers it to RUSTFLAGS
-        parts = [p for p in out["CARGO_ENCODED_RUSTFLAGS"].split("\x1f") if p]
-        out["CARGO_ENCODED_RUSTFLAGS"] = "\x1f".join([*parts, *flags])
+    if "CARGO_ENCODED_RUSTFLAGS" in out:
+        own = [p for p in out["CARGO_ENCODED_RUSTFLAGS"].split("\x1f") if p]
     else:
-        out["RUSTFLAGS"] = " ".join(p for p in [out.get("RUSTFLAGS", "").strip(), *flags] if p)
+        own = out.pop("RUSTFLAGS", "").split()  # as cargo splits it
+    out["CARGO_ENCODED_RUSTFLAGS"] = "\x1f".join([*own, *flags])
     return out
 
 

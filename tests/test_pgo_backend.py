@@ -123,13 +123,19 @@ def test_llvm_profdata_of_the_compilers_llvm(backend: ModuleType, tmp_path: Path
 
 
 def test_flags_go_after_the_callers_own(backend: ModuleType) -> None:
-    env = backend.with_rustflags({"RUSTFLAGS": " -Ctarget-cpu=x86-64-v2 "}, "-Cprofile-use=/p")
-    assert env["RUSTFLAGS"] == "-Ctarget-cpu=x86-64-v2 -Cprofile-use=/p"
-    assert backend.with_rustflags({}, "-Ca", "-Cb")["RUSTFLAGS"] == "-Ca -Cb"
-    # cargo takes CARGO_ENCODED_RUSTFLAGS over RUSTFLAGS: the flags go there then.
+    # Encoded (0x1f between flags): a path with spaces stays one flag.
+    env = backend.with_rustflags(
+        {"RUSTFLAGS": " -Ctarget-cpu=x86-64-v2  -g "}, "-Cprofile-use=/my builds/p"
+    )
+    assert (
+        env["CARGO_ENCODED_RUSTFLAGS"]
+        == "-Ctarget-cpu=x86-64-v2\x1f-g\x1f-Cprofile-use=/my builds/p"
+    )
+    assert "RUSTFLAGS" not in env
+    assert backend.with_rustflags({}, "-Ca", "-Cb")["CARGO_ENCODED_RUSTFLAGS"] == "-Ca\x1f-Cb"
+    # The caller's encoded flags (which cargo takes over RUSTFLAGS) are kept first.
     encoded = backend.with_rustflags({"CARGO_ENCODED_RUSTFLAGS": "-Cx\x1f-Cy"}, "-Cz")
     assert encoded["CARGO_ENCODED_RUSTFLAGS"] == "-Cx\x1f-Cy\x1f-Cz"
-    assert "RUSTFLAGS" not in encoded
 
 
 def test_off_builds_without_a_profile(
@@ -140,7 +146,8 @@ def test_off_builds_without_a_profile(
 
     monkeypatch.setattr(backend, "make_profile", never)
     env = backend.build_env(ROOT, {"NASTRIAGE_PGO": "0", "RUSTFLAGS": "-Cx"})
-    assert env["RUSTFLAGS"] == "-Cx" and "CARGO_TARGET_DIR" not in env
+    assert env["RUSTFLAGS"] == "-Cx" and "CARGO_ENCODED_RUSTFLAGS" not in env
+    assert "CARGO_TARGET_DIR" not in env
     assert env["NASTRIAGE_BUILD"] == "plain"
     assert "NASTRIAGE_PGO=0" in capsys.readouterr().err
 
@@ -153,7 +160,7 @@ def test_auto_falls_back_and_on_fails(
 
     monkeypatch.setattr(backend, "make_profile", unavailable)
     env = backend.build_env(ROOT, {"PATH": "/bin"})
-    assert env["NASTRIAGE_BUILD"] == "plain" and "RUSTFLAGS" not in env
+    assert env["NASTRIAGE_BUILD"] == "plain" and "CARGO_ENCODED_RUSTFLAGS" not in env
     assert "without a profile" in capsys.readouterr().err
     with pytest.raises(RuntimeError, match=r"NASTRIAGE_PGO=1.*LLVM 22"):
         backend.build_env(ROOT, {"NASTRIAGE_PGO": "1"})
@@ -165,7 +172,7 @@ def test_the_final_build_uses_the_profile(
     profile = tmp_path / "pgo" / "nastriage-0123456789ab.profdata"
     monkeypatch.setattr(backend, "make_profile", lambda *_: profile)
     env = backend.build_env(ROOT, {"RUSTFLAGS": "-Cx", "PATH": "/bin"})
-    assert env["RUSTFLAGS"] == f"-Cx -Cprofile-use={profile}"
+    assert env["CARGO_ENCODED_RUSTFLAGS"] == f"-Cx\x1f-Cprofile-use={profile}"
     assert env["NASTRIAGE_BUILD"] == "profile-guided"
     # Its own target directory: `cargo build`'s cache is left as it is.
     assert env["CARGO_TARGET_DIR"] == str(tmp_path / "pgo" / "optimised")
