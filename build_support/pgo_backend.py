@@ -184,7 +184,10 @@ def make_profile(root: Path, env: Mapping[str, str], config_settings: Any = None
 
     instrumented = with_rustflags(env, f"-Cprofile-generate={raw}")
     instrumented["CARGO_TARGET_DIR"] = str(work / "instrumented")
-    name = _with_env(instrumented, _maturin().build_wheel, str(wheel), config_settings)
+    try:
+        name = _with_env(instrumented, _maturin().build_wheel, str(wheel), config_settings)
+    except SystemExit as exc:  # maturin's hook exits when its build fails
+        raise PgoUnavailable(f"the instrumented build failed (exit {exc.code})") from None
     with zipfile.ZipFile(wheel / name) as z:
         z.extractall(package)
     training = dict(env)

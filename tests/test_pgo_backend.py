@@ -203,3 +203,31 @@ def test_installed_core_says_how_it_was_built() -> None:
     if os.environ.get("NASTRIAGE_PGO", "").strip().lower() in ("1", "on", "yes", "true", "require"):
         # CI installs with NASTRIAGE_PGO=1: the build had to be profile-guided.
         assert _core.__build__ == "profile-guided"
+
+
+def test_a_failed_instrumented_build_falls_back(
+    backend: ModuleType, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # maturin's hook exits the process when its build fails: in `auto` mode that must
+    # give the plain build, not end the install.
+    class FailingMaturin:
+        @staticmethod
+        def build_wheel(*_: object) -> str:
+            raise SystemExit(1)
+
+    def ok(cmd: list[str], **_: object) -> subprocess.CompletedProcess[str]:
+        # Every step succeeds; the generator's stand-in writes a byte per capture.
+        if cmd[0].endswith("nastriage-synth") and len(cmd) > 2:
+            Path(cmd[2]).write_bytes(b"x")
+        out = RUSTC_VV if cmd[:2] == ["rustc", "-vV"] else ""
+        return subprocess.CompletedProcess(cmd, 0, out, "")
+
+    monkeypatch.setattr(backend, "_maturin", lambda: FailingMaturin)
+    monkeypatch.setattr(backend, "_run", ok)
+    monkeypatch.setattr(backend, "find_llvm_profdata", lambda *_: "/bin/true")
+    target = tmp_path / "target"
+    (target / "release").mkdir(parents=True)
+    with pytest.raises(backend.PgoUnavailable, match="instrumented build failed"):
+        backend.make_profile(ROOT, {"CARGO_TARGET_DIR": str(target)})
+    env = backend.build_env(ROOT, {"CARGO_TARGET_DIR": str(target), "PATH": "/bin"})
+    assert env["NASTRIAGE_BUILD"] == "plain"
