@@ -13,6 +13,7 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -88,6 +89,17 @@ def run_cli(
 
 def have_tshark() -> bool:
     return shutil.which("tshark") is not None
+
+
+def load_script(name: str, path: Path) -> ModuleType:
+    """The module in ``path``, a script outside the package (the benchmark, the build
+    backend), loaded as ``name`` (registered, so that dataclasses and the like work)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(name, mod)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def synth_binary() -> Path:

@@ -4,22 +4,17 @@ host's speed drifts over minutes). Arithmetic only; no timings here."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+from helpers import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_run", ROOT / "bench" / "run.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("bench_run", mod)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("bench_run", ROOT / "bench" / "run.py")
 
 
 def _run(wall: float, cpu: float | None = None, exit_code: int = 0) -> dict[str, Any]:

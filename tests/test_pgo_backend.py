@@ -6,7 +6,6 @@ checks its result there."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import stat
 import subprocess
@@ -16,7 +15,7 @@ from types import ModuleType
 
 import pytest
 
-from helpers import cli_env
+from helpers import cli_env, load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 SUPPORT = ROOT / "build_support"
@@ -29,18 +28,9 @@ LLVM version: 22.1.2
 """
 
 
-def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, SUPPORT / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault(name, mod)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.fixture(scope="module")
 def backend() -> ModuleType:
-    return _load("pgo_backend")
+    return load_script("pgo_backend", SUPPORT / "pgo_backend.py")
 
 
 def test_pyproject_builds_through_the_backend(backend: ModuleType) -> None:
