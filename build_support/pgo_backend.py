@@ -228,10 +228,11 @@ def build_env(root: Path, env: Mapping[str, str], config_settings: Any = None) -
         return out
     try:
         profile = make_profile(root, env, config_settings)
-    except (PgoUnavailable, OSError, subprocess.TimeoutExpired) as exc:
+    except Exception as exc:  # the profile is an optimisation: in `auto`, never the install's end
+        why = exc if isinstance(exc, PgoUnavailable) else f"{type(exc).__name__}: {exc}"
         if chosen == "on":
-            raise RuntimeError(f"profile-guided build (NASTRIAGE_PGO=1) impossible: {exc}") from exc
-        _say(f"building without a profile, about a tenth slower: {exc}")
+            raise RuntimeError(f"profile-guided build (NASTRIAGE_PGO=1) impossible: {why}") from exc
+        _say(f"building without a profile, about a tenth slower: {why}")
         return out
     out = with_rustflags(out, f"-Cprofile-use={profile}")
     out[BUILD_ENV] = PROFILE_GUIDED

@@ -221,3 +221,23 @@ def test_a_failed_instrumented_build_falls_back(
         backend.make_profile(ROOT, {"CARGO_TARGET_DIR": str(target)})
     env = backend.build_env(ROOT, {"CARGO_TARGET_DIR": str(target), "PATH": "/bin"})
     assert env["NASTRIAGE_BUILD"] == "plain"
+
+
+@pytest.mark.parametrize("error", [OSError("disk full"), KeyError("x"), ValueError("bad wheel")])
+def test_any_failure_of_the_profile_gives_the_plain_build(
+    backend: ModuleType,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    error: Exception,
+) -> None:
+    # The profile only makes the build faster: whatever goes wrong making it, `auto`
+    # builds without it and says why; `on` fails with the reason.
+    def failing(*_: object) -> Path:
+        raise error
+
+    monkeypatch.setattr(backend, "make_profile", failing)
+    env = backend.build_env(ROOT, {"PATH": "/bin"})
+    assert env["NASTRIAGE_BUILD"] == "plain" and "CARGO_ENCODED_RUSTFLAGS" not in env
+    assert type(error).__name__ in capsys.readouterr().err
+    with pytest.raises(RuntimeError, match=type(error).__name__):
+        backend.build_env(ROOT, {"NASTRIAGE_PGO": "on"})
